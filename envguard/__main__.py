@@ -1,0 +1,3 @@
+from envguard.cli import main
+
+main()

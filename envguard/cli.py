@@ -1,0 +1,128 @@
+"""The command line: parse, call the core, render, exit (0 clean, 1 drift, 2 error)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from envguard import __version__
+
+_PATH = click.Path(path_type=Path)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Library errors become one red line and exit 2, never a traceback."""
+    from envguard.errors import EnvguardError
+
+    try:
+        yield
+    except EnvguardError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+    except KeyboardInterrupt:
+        _fail("interrupted", code=130)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    from envguard import render
+
+    render.error_line(message)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="envguard")
+def cli() -> None:
+    """Snapshot a known-good training environment, explain drift, put it back."""
+
+
+@cli.command()
+@click.option("--venv", type=_PATH, help="The environment to read (default: $VIRTUAL_ENV, ./.venv).")
+@click.option("--repo", type=_PATH, help="The training code's git repo (default: the one here).")
+@click.option("--cache-dir", "cache_dirs", type=_PATH, multiple=True,
+              help="Another compile cache to fingerprint (repeatable).")
+@click.option("--no-default-caches", is_flag=True, help="Skip the Inductor and Triton caches.")
+@click.option("-o", "--output", type=_PATH, help="Lockfile path (default: lockfiles/NAME.envguard.toml).")
+@click.option("--name", help="Snapshot name (default: the venv's prompt or folder name).")
+@click.option("--json", "as_json", is_flag=True, help="Print the snapshot as a JSON envelope.")
+def snapshot(venv: Path | None, repo: Path | None, cache_dirs: tuple[Path, ...],
+             no_default_caches: bool, output: Path | None, name: str | None,
+             as_json: bool) -> None:
+    """Record the environment in a lockfile."""
+    from envguard import lockfile, render
+    from envguard import snapshot as snap_mod
+    from envguard.probes.venv import default_venv_path
+
+    with _errors():
+        with render.progress(enabled=not as_json and sys.stderr.isatty()) as step:
+            snap = snap_mod.take(default_venv_path(venv), repo=repo, repo_required=repo is not None,
+                                 cache_dirs=cache_dirs, default_caches=not no_default_caches,
+                                 name=name, progress=step)
+        path = output or lockfile.default_path(snap.name)
+        lockfile.write(path, snap)
+        if as_json:
+            click.echo(render.envelope("snapshot", {"lockfile": str(path), **snap.to_dict()}, 0))
+        else:
+            render.snapshot_summary(snap, str(path))
+
+
+@cli.command()
+@click.argument("locks", nargs=-1, type=_PATH)
+@click.option("--venv", type=_PATH, help="The live environment to compare (default: as snapshot).")
+@click.option("--repo", type=_PATH, help="The live git repo (default: here, else the lock's).")
+@click.option("--fail-on", type=click.Choice(["critical", "warning", "any"]), default="warning",
+              show_default=True, help="The least severe change that counts as drift (exit 1).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as a JSON envelope.")
+@click.option("--expand", is_flag=True, help="List the packages of each install group.")
+@click.option("--show-patch", is_flag=True, help="Print uncommitted changes not in the snapshot.")
+def diff(locks: tuple[Path, ...], venv: Path | None, repo: Path | None, fail_on: str,
+         as_json: bool, expand: bool, show_patch: bool) -> None:
+    """Compare LOCK with the live environment, or LOCK_A with LOCK_B."""
+    from envguard import drift, lockfile, render
+
+    if len(locks) > 2:
+        raise click.UsageError("give at most two lockfiles: LOCK, or LOCK_A LOCK_B")
+    with _errors():
+        if len(locks) == 2:
+            old, new = lockfile.read(locks[0]), lockfile.read(locks[1])
+        else:
+            old, new = _lock_and_live(locks[0] if locks else None, venv, repo, not as_json)
+        report = drift.compare(old, new)
+        fails = report.fails(fail_on)
+        code = 1 if fails else 0
+        if as_json:
+            click.echo(render.envelope("diff", report.to_dict(), code))
+        else:
+            render.diff_report(report, expand=expand, show_patch=show_patch, fails=fails)
+    sys.exit(code)
+
+
+def _lock_and_live(lock: Path | None, venv: Path | None, repo: Path | None, show: bool
+                   ) -> tuple[object, object]:
+    from envguard import lockfile, render, snapshot
+    from envguard.probes.venv import default_venv_path, locate
+
+    venv_path = default_venv_path(venv)
+    path = lock or lockfile.default_path(locate(venv_path).name)
+    old = lockfile.read(path)
+    customs = [Path(c.path) for c in old.caches if c.kind == "custom"]
+    if repo is None and old.code and Path(old.code.root).is_dir() and not _in_repo(Path.cwd()):
+        repo = Path(old.code.root)
+    with render.progress(enabled=show and sys.stderr.isatty()) as step:
+        new = snapshot.take(venv_path, repo=repo, repo_required=False, cache_dirs=customs,
+                            name=old.name, progress=step)
+    return old, new
+
+
+def _in_repo(path: Path) -> bool:
+    return any((p / ".git").exists() for p in (path, *path.parents))
+
+
+def main() -> None:
+    cli(prog_name="envguard")

@@ -1,0 +1,83 @@
+"""The lockfile: one schema-versioned TOML file per snapshot, written atomically.
+
+Everything but the ``taken_at`` line is a pure function of the environment, in a stable order,
+so re-snapshotting an unchanged environment changes one line and lockfiles review well in git.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from envguard._fs import atomic_write
+from envguard.errors import LockfileError
+from envguard.model import Snapshot
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+SCHEMA = 1
+SUFFIX = ".envguard.toml"
+DEFAULT_DIR = Path("lockfiles")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def default_path(name: str, folder: Path = DEFAULT_DIR) -> Path:
+    safe = _UNSAFE.sub("-", name).strip(".-") or "env"
+    return folder / f"{safe}{SUFFIX}"
+
+
+def dumps(snapshot: Snapshot) -> bytes:
+    doc: dict[str, Any] = {"schema": SCHEMA, **snapshot.to_dict()}
+    return tomli_w.dumps(doc, multiline_strings=True).encode("utf-8")
+
+
+def loads(data: bytes, source: str = "lockfile") -> Snapshot:
+    if not data.strip():
+        raise LockfileError(f"{source}: empty file, not a lockfile")
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise LockfileError(f"{source}: not UTF-8 text, not a lockfile") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise LockfileError(f"{source}: not valid TOML ({exc}); truncated or damaged?") from exc
+    schema = doc.pop("schema", None)
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise LockfileError(f"{source}: no integer 'schema' field, not an envguard lockfile")
+    if schema > SCHEMA:
+        raise LockfileError(
+            f"{source}: written with lockfile schema {schema}, this envguard reads up to "
+            f"{SCHEMA}; upgrade envguard")
+    if schema < 1:
+        raise LockfileError(f"{source}: schema {schema} is not a valid lockfile schema")
+    try:
+        return Snapshot.from_dict(doc, path=source)
+    except LockfileError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise LockfileError(f"{source}: {exc}") from exc
+
+
+def read(path: Path) -> Snapshot:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise LockfileError(f"{path}: no such lockfile") from exc
+    except IsADirectoryError as exc:
+        raise LockfileError(f"{path}: is a directory, not a lockfile") from exc
+    except OSError as exc:
+        raise LockfileError(f"{path}: cannot read ({exc.strerror})") from exc
+    return loads(data, source=str(path))
+
+
+def write(path: Path, snapshot: Snapshot) -> None:
+    try:
+        atomic_write(path, dumps(snapshot))
+    except OSError as exc:
+        raise LockfileError(f"{path}: cannot write ({exc.strerror})") from exc

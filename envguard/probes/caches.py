@@ -1,0 +1,249 @@
+"""Compile caches (TorchInductor, Triton): size, kinds of entry, a stable fingerprint.
+
+The fingerprint is a sha256 over sorted (relative path, size, content sha256). Content hashes
+are kept in a stat cache keyed by (path, size, mtime_ns, inode), so fingerprinting an unchanged
+cache again reads no file contents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import hashlib
+import json
+import os
+import re
+import stat
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from envguard._fs import atomic_write, user_cache_dir
+from envguard.model import CacheCompat, CompileCache
+
+Progress = Callable[[int, int], None]  # (files done, files total)
+KINDS = ("fxgraph", "aotautograd", "triton_kernels", "generated_code", "autotune")
+_STATCACHE_VERSION = 1
+_JSON_LIMIT = 1 << 20
+# A file changed twice within one mtime tick keeps its size and mtime ("racy git"): entries
+# this fresh are hashed again next time rather than trusted.
+_RACY_SECONDS = 2.0
+_SKIP_SUFFIXES = (".lock", ".tmp", ".temp", ".swp", "~")
+_TMP_NAME = re.compile(r"^(tmp[a-z0-9_]{6,}|\.)", re.IGNORECASE)
+
+
+def default_paths(environ: Mapping[str, str]) -> dict[str, Path]:
+    """Where torch and triton put their caches, by their own rules."""
+    inductor = environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not inductor:
+        user = re.sub(r'[\\/:*?"<>|]', "_", _user(environ))
+        inductor = str(Path(tempfile.gettempdir()) / f"torchinductor_{user}")
+    triton = environ.get("TRITON_CACHE_DIR", "").strip()
+    if not triton:
+        home = environ.get("TRITON_HOME") or str(Path.home())
+        triton = str(Path(home) / ".triton" / "cache")
+    return {"inductor": Path(inductor), "triton": Path(triton)}
+
+
+def _user(environ: Mapping[str, str]) -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return environ.get("USER", "unknown")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Entry:
+    rel: str
+    size: int
+    mtime_ns: int
+    ino: int
+
+
+def probe(kind: str, path: Path, compat: CacheCompat, *, progress: Progress | None = None
+          ) -> tuple[CompileCache, tuple[str, ...]]:
+    if not path.is_dir():
+        return CompileCache(kind=kind, path=str(path), exists=False, compat=compat), ()
+    entries, unreadable_dirs = _walk(path)
+    store = _StatCache.load(path)
+    digests: list[tuple[str, int, str]] = []
+    archs: set[str] = set()
+    unreadable = unreadable_dirs
+    for i, entry in enumerate(entries):
+        cached = store.get(entry)
+        if cached is None:
+            cached = _hash(path, entry)
+            if cached is None:
+                unreadable += 1
+                continue
+            store.put(entry, cached)
+        digests.append((entry.rel, entry.size, cached[0]))
+        if cached[1]:
+            archs.add(cached[1])
+        if progress is not None:
+            progress(i + 1, len(entries))
+    store.save()
+    counts = _counts(kind, [e.rel for e in entries])
+    cache = CompileCache(
+        kind=kind,
+        path=str(path),
+        exists=True,
+        files=len(digests),
+        bytes=sum(size for _, size, _ in digests),
+        entries=sum(counts.get(k, 0) for k in KINDS),
+        counts=counts,
+        fingerprint=_fingerprint(digests),
+        unreadable=unreadable,
+        compat=dataclasses.replace(compat, archs=tuple(sorted(archs))),
+    )
+    warnings = (f"{kind} cache {path}: {unreadable} unreadable, left out of the fingerprint",)
+    return cache, warnings if unreadable else ()
+
+
+def _skip(name: str) -> bool:
+    return name == "__pycache__" or name.endswith(_SKIP_SUFFIXES) or bool(_TMP_NAME.match(name))
+
+
+def _walk(root: Path) -> tuple[list[_Entry], int]:
+    entries: list[_Entry] = []
+    unreadable = 0
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(root / rel_dir if rel_dir else root) as it:
+                items = list(it)
+        except OSError:
+            unreadable += 1
+            continue
+        for item in items:
+            if _skip(item.name):
+                continue
+            rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                unreadable += 1
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(rel)
+            elif stat.S_ISREG(st.st_mode):
+                entries.append(_Entry(rel=rel, size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                      ino=st.st_ino))
+    entries.sort(key=lambda e: e.rel)
+    return entries, unreadable
+
+
+def _hash(root: Path, entry: _Entry) -> tuple[str, str] | None:
+    """(content sha256, GPU arch if this is a Triton kernel's metadata) or None if unreadable."""
+    try:
+        with (root / entry.rel).open("rb") as fh:
+            if entry.rel.endswith(".json") and entry.size <= _JSON_LIMIT:
+                data = fh.read()
+                return hashlib.sha256(data).hexdigest(), _kernel_arch(entry.rel, data)
+            return _file_sha256(fh), ""
+    except OSError:
+        return None
+
+
+def _file_sha256(fh: BinaryIO) -> str:
+    h = hashlib.sha256()
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    while n := fh.readinto(view):
+        h.update(view[:n])
+    return h.hexdigest()
+
+
+def _kernel_arch(rel: str, data: bytes) -> str:
+    """Triton writes ``<kernel>.json`` with ``"arch": "sm90"`` beside each compiled kernel."""
+    name = rel.rsplit("/", 1)[-1]
+    if name.startswith("__grp__"):
+        return ""
+    try:
+        meta = json.loads(data)
+    except ValueError:
+        return ""
+    arch = meta.get("arch") if isinstance(meta, dict) else None
+    if isinstance(arch, int):
+        arch = f"sm{arch}"
+    return arch if isinstance(arch, str) and arch.startswith(("sm", "gfx")) else ""
+
+
+def _fingerprint(digests: list[tuple[str, int, str]]) -> str:
+    h = hashlib.sha256()
+    for rel, size, digest in digests:
+        h.update(f"{rel}\0{size}\0{digest}\n".encode())
+    return h.hexdigest()
+
+
+def _counts(kind: str, rels: list[str]) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    kernels: set[str] = set()
+    for rel in rels:
+        parts = rel.split("/")
+        name = parts[-1]
+        if kind == "triton" and len(parts) >= 2:
+            kernels.add(parts[0])
+        elif parts[0] == "triton" and len(parts) >= 4:
+            kernels.add("/".join(parts[:3]))
+        elif parts[0] in ("fxgraph", "aotautograd"):
+            counts[parts[0]] += 1
+        elif name.endswith(".best_config"):
+            counts["autotune"] += 1
+        elif len(parts) == 2 and len(parts[0]) == 2 and name.endswith(".py"):
+            counts["generated_code"] += 1
+        else:
+            counts["other"] += 1
+    if kernels:
+        counts["triton_kernels"] = len(kernels)
+    return {k: counts[k] for k in (*KINDS, "other") if counts[k]}
+
+
+class _StatCache:
+    """Content hashes of one cache folder's files, keyed by (path, size, mtime_ns, inode)."""
+
+    def __init__(self, file: Path, root: str, rows: dict[str, list[object]]) -> None:
+        self.file, self.root, self.rows = file, root, rows
+        self.fresh: dict[str, list[object]] = {}
+        self.changed = False
+
+    @classmethod
+    def load(cls, root: Path) -> _StatCache:
+        key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
+        file = user_cache_dir() / "statcache" / f"{key}.json"
+        rows: dict[str, list[object]] = {}
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+            if data.get("version") == _STATCACHE_VERSION and data.get("root") == str(root):
+                rows = data["files"]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # a missing or damaged stat cache only costs a re-read
+        return cls(file, str(root), rows)
+
+    def get(self, e: _Entry) -> tuple[str, str] | None:
+        row = self.rows.get(e.rel)
+        if not isinstance(row, list) or len(row) != 5 or row[:3] != [e.size, e.mtime_ns, e.ino]:
+            return None
+        self.fresh[e.rel] = row
+        return str(row[3]), str(row[4])
+
+    def put(self, e: _Entry, value: tuple[str, str]) -> None:
+        self.changed = True
+        if time.time() - e.mtime_ns / 1e9 > _RACY_SECONDS:
+            self.fresh[e.rel] = [e.size, e.mtime_ns, e.ino, *value]
+
+    def save(self) -> None:
+        if not self.changed and len(self.fresh) == len(self.rows):
+            return
+        payload = {"version": _STATCACHE_VERSION, "root": self.root, "files": self.fresh}
+        try:
+            atomic_write(self.file, json.dumps(payload, separators=(",", ":")).encode())
+        except OSError:
+            pass  # read-only home: fingerprints stay right, only slower next time
+
+

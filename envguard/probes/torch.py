@@ -1,0 +1,100 @@
+"""What torch build is installed, read from ``torch/version.py`` with ``ast`` (never imported).
+
+PyPI's CUDA wheels say ``Version: 2.11.0`` in METADATA; only ``version.py`` carries ``+cu130``.
+The PyTorch index's wheels carry the label in both places, which is how the index is told.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from envguard.model import Distribution, PackageBuild
+
+PYPI_INDEX = "https://pypi.org/simple"
+PYTORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
+FAMILY = ("torchvision", "torchaudio", "triton")
+_VARIANT = re.compile(r"^(cu\d{2,4}|cpu|rocm\d+(\.\d+)*|xpu)$")
+_FIELDS = ("__version__", "git_version", "cuda", "hip", "rocm", "xpu", "debug")
+
+
+def parse_version_file(source: str) -> dict[str, Any]:
+    """The literal top-level assignments of a ``version.py``; anything computed is skipped."""
+    values: dict[str, Any] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in _FIELDS:
+            try:
+                values[target.id] = ast.literal_eval(value)
+            except ValueError:
+                continue
+    return values
+
+
+def variant_of(version: str, fields: dict[str, Any]) -> str:
+    """cu130 / cpu / rocm6.4 / xpu: the local label if it is one, else what the build says."""
+    label = _local(version)
+    if label and _VARIANT.match(label):
+        return label
+    cuda, hip, xpu = fields.get("cuda"), fields.get("hip") or fields.get("rocm"), fields.get("xpu")
+    if isinstance(cuda, str) and cuda:
+        return "cu" + "".join(cuda.split(".")[:2])
+    if isinstance(hip, str) and hip:
+        return "rocm" + ".".join(hip.split(".")[:2])
+    if isinstance(xpu, str) and xpu:
+        return "xpu"
+    return "cpu" if "__version__" in fields else ""
+
+
+def index_for(metadata_version: str, variant: str) -> str:
+    """A label in METADATA means the wheel came from the PyTorch index; none means PyPI."""
+    if _local(metadata_version) and variant:
+        return PYTORCH_INDEX.format(variant=variant)
+    return PYPI_INDEX
+
+
+def probe(site: Path, dist: Distribution) -> PackageBuild:
+    module = dist.name.replace("-", "_")
+    fields: dict[str, Any] = {}
+    try:
+        text = (site / module / "version.py").read_text(encoding="utf-8")
+        fields = parse_version_file(text)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        pass
+    declared = fields.get("__version__")
+    version = declared if isinstance(declared, str) and declared else dist.version
+    variant = variant_of(version, fields) if fields or _local(version) else ""
+    return PackageBuild(
+        name=dist.name,
+        version=version,
+        metadata_version=dist.version,
+        variant=variant,
+        index_url=index_for(dist.version, variant),
+        source="version.py" if isinstance(declared, str) and declared else "METADATA",
+        git_version=_str(fields.get("git_version")),
+        cuda=_str(fields.get("cuda")),
+        hip=_str(fields.get("hip")),
+        rocm=_str(fields.get("rocm")),
+        xpu=_str(fields.get("xpu")),
+        debug=fields["debug"] if isinstance(fields.get("debug"), bool) else None,
+    )
+
+
+def _local(version: str) -> str | None:
+    try:
+        return Version(version).local
+    except InvalidVersion:
+        return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

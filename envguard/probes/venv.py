@@ -1,0 +1,124 @@
+"""Find the target environment and read its Python from ``pyvenv.cfg`` and its layout."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from envguard.errors import VenvError
+from envguard.model import PythonInfo, VenvInfo
+
+_LIB_DIR = re.compile(r"^(python|pypy)(\d+)\.(\d+)(t?)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Environment:
+    """A located environment: where it is and where its distributions live."""
+
+    root: Path
+    site_packages: Path
+    info: VenvInfo
+    python: PythonInfo
+
+    @property
+    def name(self) -> str:
+        """The default lockfile name: the venv's prompt, else its folder (or the project's)."""
+        if self.info.prompt:
+            return self.info.prompt
+        if self.root.name in (".venv", "venv", "env", ".env"):
+            return self.root.resolve().parent.name or self.root.name.lstrip(".")
+        return self.root.name
+
+
+def default_venv_path(explicit: Path | None) -> Path:
+    """--venv, else $VIRTUAL_ENV, else ./.venv, else an error that asks for --venv."""
+    if explicit is not None:
+        return explicit
+    active = os.environ.get("VIRTUAL_ENV")
+    if active:
+        return Path(active)
+    local = Path(".venv")
+    if local.is_dir():
+        return local
+    raise VenvError("no venv given: pass --venv PATH, activate one, or run where ./.venv exists")
+
+
+def locate(path: Path) -> Environment:
+    """Read ``path`` as a venv (pyvenv.cfg) or a conda env (conda-meta/)."""
+    if not path.exists():
+        raise VenvError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise VenvError(f"{path}: not a directory, so not a venv")
+    cfg_path = path / "pyvenv.cfg"
+    if cfg_path.is_file():
+        cfg = _read_cfg(cfg_path)
+        kind = "venv"
+    elif (path / "conda-meta").is_dir():
+        cfg, kind = {}, "conda"
+    else:
+        raise VenvError(f"{path}: not a venv (no pyvenv.cfg) nor a conda env (no conda-meta/)")
+    site = _find_site_packages(path)
+    info = VenvInfo(
+        path=str(path.absolute()), kind=kind, creator=_creator(cfg), prompt=cfg.get("prompt")
+    )
+    return Environment(root=path, site_packages=site, info=info, python=_python(cfg, site))
+
+
+def _read_cfg(path: Path) -> dict[str, str]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise VenvError(f"{path}: cannot read ({exc.strerror})") from exc
+    cfg: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            cfg[key.strip().lower()] = value.strip()
+    return cfg
+
+
+def _find_site_packages(root: Path) -> Path:
+    windows = root / "Lib" / "site-packages"
+    if windows.is_dir():
+        return windows
+    lib = root / "lib"
+    candidates = sorted(p for p in lib.glob("*/site-packages") if _LIB_DIR.match(p.parent.name))
+    if not candidates:
+        raise VenvError(f"{root}: no lib/pythonX.Y/site-packages, so not a usable environment")
+    # Several only after an in-place upgrade; the newest is the one the interpreter uses.
+    return max(candidates, key=lambda p: _lib_version(p.parent.name))
+
+
+def _lib_version(dirname: str) -> tuple[int, int]:
+    m = _LIB_DIR.match(dirname)
+    return (int(m.group(2)), int(m.group(3))) if m else (0, 0)
+
+
+def _creator(cfg: dict[str, str]) -> str | None:
+    for tool in ("uv", "virtualenv"):
+        if tool in cfg:
+            return f"{tool} {cfg[tool]}"
+    return "venv" if cfg else None
+
+
+def _python(cfg: dict[str, str], site: Path) -> PythonInfo:
+    m = _LIB_DIR.match(site.parent.name)
+    impl_from_dir = "pypy" if m and m.group(1) == "pypy" else "cpython"
+    implementation = cfg.get("implementation", impl_from_dir).lower()
+    version = cfg.get("version_info") or cfg.get("version") or ""
+    if not version and m:
+        version = f"{m.group(2)}.{m.group(3)}"
+    parts = version.split(".")
+    free_threaded = bool(m and m.group(4))
+    tag = "pp" if implementation == "pypy" else "cp"
+    abi = f"{tag}{''.join(parts[:2])}{'t' if free_threaded else ''}" if len(parts) >= 2 else ""
+    # uv writes "3.12.3", venv "3.12.3", some tools "3.12.3.final.0": keep three parts.
+    return PythonInfo(
+        version=".".join(parts[:3]),
+        implementation=implementation,
+        abi=abi,
+        site_packages=str(site.absolute()),
+        home=cfg.get("home"),
+    )

@@ -1,0 +1,138 @@
+"""Everything people see: rich tables, progress, and the JSON envelope for machines.
+
+Only this module and ``cli.py`` import rich or click.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from envguard import __version__
+from envguard.drift import DriftReport, human_bytes
+from envguard.model import Snapshot
+
+JSON_SCHEMA = 1
+_STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
+
+
+def console(stderr: bool = False) -> Console:
+    # rich honours NO_COLOR itself; highlight=False keeps versions from being recoloured.
+    return Console(stderr=stderr, highlight=False, no_color="NO_COLOR" in os.environ or None)
+
+
+def envelope(kind: str, result: Any, exit_code: int) -> str:
+    """The versioned JSON document every ``--json`` prints; its keys are pinned by a test."""
+    doc = {"schema": JSON_SCHEMA, "tool": "envguard", "version": __version__, "kind": kind,
+           "exit_code": exit_code, "result": result}
+    return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def error_line(message: str) -> None:
+    console(stderr=True).print(f"[bold red]error:[/] {escape(message)}")
+
+
+@contextmanager
+def progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A transient bar on stderr, driven by the core's (phase, done, total) callback."""
+    if not enabled:
+        yield lambda phase, done, total: None
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
+                   "{task.total}"), TimeElapsedColumn(), console=console(stderr=True),
+                   transient=True)
+    tasks: dict[str, Any] = {}
+
+    def update(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=max(total, 1))
+        bar.update(tasks[phase], completed=done, total=max(total, 1))
+
+    with bar:
+        yield update
+
+
+def snapshot_summary(snap: Snapshot, written_to: str) -> None:
+    out = console()
+    torch = snap.torch.version if snap.torch else "no torch"
+    out.print(f"[bold]Snapshot[/] of {escape(snap.venv.path)} → [bold]{escape(written_to)}[/]: "
+              f"Python {snap.python.version}, {len(snap.packages)} distributions, {torch}")
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("what")
+    table.add_column("recorded")
+    for what, value in _facts(snap):
+        table.add_row(what, escape(value))
+    out.print(table)
+    _print_notes(out, snap.warnings)
+
+
+def _facts(snap: Snapshot) -> Iterator[tuple[str, str]]:
+    yield "Python", f"{snap.python.implementation} {snap.python.version} ({snap.python.abi})"
+    if snap.torch:
+        t = snap.torch
+        yield "torch", (f"{t.version} from {t.index_url} (read from {t.source}"
+                        f"{', git ' + t.git_version[:7] if t.git_version else ''})")
+    for b in snap.torch_family:
+        yield b.name, b.version
+    cuda = snap.cuda
+    for label, lib in (("CUDA runtime", cuda.runtime), ("cuDNN", cuda.cudnn), ("NCCL", cuda.nccl)):
+        if lib:
+            yield label, f"{lib.version} ({lib.wheel or lib.source})"
+    gpus = ", ".join(f"{g.name} (sm {g.compute_capability})" for g in snap.gpu.gpus)
+    yield "GPUs", f"{gpus or 'none'}; driver {snap.gpu.driver or 'none'}"
+    libs = ", ".join(f"{k} {v}" for k, v in snap.key_libraries.items() if k != "torch")
+    if libs:
+        yield "key libraries", libs
+    for c in snap.caches:
+        state = (f"{c.entries} entries, {c.files} files, {human_bytes(c.bytes)}" if c.exists
+                 else "absent")
+        yield f"{c.kind} cache", f"{c.path}: {state}"
+    if snap.code:
+        code = snap.code
+        dirty = f"dirty, {len(code.changed)} files" if code.dirty else "clean"
+        yield "code", f"{code.root} @ {code.head[:12] or '(no commits)'} {code.branch or ''} ({dirty})"
+    yield "env vars", f"{len(snap.environ)} training-relevant"
+    host = snap.host
+    yield "host", f"{host.hostname}, {host.os}, {host.cpu_count} CPUs, {human_bytes(host.memory_bytes)}"
+
+
+def _print_notes(out: Console, notes: tuple[str, ...]) -> None:
+    for note in notes:
+        out.print(f"[yellow]warning:[/] {escape(note)}")
+
+
+def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: bool) -> None:
+    out = console()
+    counts = report.counts()
+    if not report.changes:
+        out.print(f"[bold green]No drift[/]: {escape(report.new)} matches {escape(report.old)}")
+        _print_notes(out, report.notes)
+        return
+    head = ", ".join(f"[{_STYLE[s]}]{n} {s}[/]" for s, n in counts.items() if n)
+    verdict = "[bold red]drift[/]" if fails else "[green]within --fail-on[/]"
+    out.print(f"{verdict}: {head} since {escape(report.old)}")
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for col in ("severity", "area", "what", "was", "now", "why it matters"):
+        table.add_column(col, overflow="fold")
+    for c in report.changes:
+        table.add_row(f"[{_STYLE[c.severity]}]{c.severity}[/]", c.area, escape(c.subject),
+                      escape(c.old), escape(c.new), escape(c.why))
+        if expand and c.members:
+            table.add_row("", "", "", "", "", escape("\n".join(c.members)))
+    out.print(table)
+    if not expand and any(c.members for c in report.changes):
+        out.print("[dim]--expand lists the packages of each group[/]")
+    if show_patch:
+        for c in report.changes:
+            if c.patch:
+                out.print(f"[bold]--- uncommitted change to {escape(c.subject)}[/]")
+                out.print(escape(c.patch), markup=True, soft_wrap=True)
+    _print_notes(out, report.notes)

@@ -1,0 +1,90 @@
+"""Take a snapshot: call each probe once and assemble a :class:`Snapshot`. Nothing else."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from envguard import __version__
+from envguard.model import CacheCompat, CompileCache, Snapshot
+from envguard.probes import caches, code, cuda, distributions, environ, gpu, host, torch, venv
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+def take(
+    venv_path: Path,
+    *,
+    repo: Path | None = None,
+    repo_required: bool = False,
+    cache_dirs: Iterable[Path] = (),
+    default_caches: bool = True,
+    name: str | None = None,
+    env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    system_roots: Iterable[str] | None = None,
+) -> Snapshot:
+    """Read ``venv_path`` (and the repo, caches, host) without importing anything from it."""
+    env = os.environ if env is None else env
+    step = progress or (lambda phase, done, total: None)
+    found = venv.locate(venv_path)
+    step("distributions", 0, 1)
+    dists, warnings = distributions.scan(found.site_packages)
+    by_name = {d.name: d for d in dists}
+    builds = {n: torch.probe(found.site_packages, by_name[n])
+              for n in ("torch", *torch.FAMILY) if n in by_name}
+    step("CUDA stack", 0, 1)
+    stack, cuda_warnings = cuda.probe(found.site_packages, dists, system_roots)
+    gpus = gpu.probe()
+    torch_build = builds.pop("torch", None)
+    compat = CacheCompat(
+        torch=torch_build.version if torch_build else None,
+        torch_git=torch_build.git_version if torch_build else None,
+        triton=by_name["triton"].version if "triton" in by_name else None,
+        cuda=torch_build.cuda if torch_build else None,
+        gpus=tuple(sorted({g.name for g in gpus.gpus})),
+    )
+    cache_list, cache_warnings = _caches(env, cache_dirs, default_caches, compat, step)
+    step("code", 0, 1)
+    repo_path = repo if repo is not None else Path.cwd()
+    code_state, code_warnings = code.probe(repo_path, required=repo_required)
+    return Snapshot(
+        name=name or found.name,
+        taken_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        envguard_version=__version__,
+        venv=found.info,
+        python=found.python,
+        host=host.probe(),
+        torch=torch_build,
+        torch_family=tuple(builds[n] for n in sorted(builds)),
+        cuda=stack,
+        gpu=gpus,
+        key_libraries=distributions.key_libraries(dists),
+        caches=cache_list,
+        code=code_state,
+        environ=environ.capture(env),
+        warnings=(*warnings, *cuda_warnings, *cache_warnings, *code_warnings),
+        packages=dists,
+    )
+
+
+def _caches(env: Mapping[str, str], extra: Iterable[Path], defaults: bool, compat: CacheCompat,
+            step: Progress) -> tuple[tuple[CompileCache, ...], tuple[str, ...]]:
+    wanted: list[tuple[str, Path]] = []
+    if defaults:
+        wanted.extend(caches.default_paths(env).items())
+    seen = {p.absolute() for _, p in wanted}
+    for path in extra:
+        if path.absolute() not in seen:
+            seen.add(path.absolute())
+            wanted.append(("custom", path))
+    out, warnings = [], []
+    for kind, path in wanted:
+        cache, warns = caches.probe(
+            kind, path, compat, progress=lambda d, t, k=kind: step(f"{k} cache", d, t))
+        out.append(cache)
+        warnings.extend(warns)
+    return tuple(out), tuple(warnings)
+
