@@ -348,29 +348,37 @@ def _compat(label: str, a: CompileCache, b: CompileCache) -> Iterator[Change]:
 
 
 def _packages(old: Snapshot, new: Snapshot, covered: set[str]) -> Iterator[Change]:
-    a = {d.name: d for d in old.packages if d.name not in covered}
-    b = {d.name: d for d in new.packages if d.name not in covered}
+    """Added and changed packages, grouped by install; ``covered`` ones (torch, key libraries)
+    have rows of their own but still count in, and can root, the group they arrived with."""
+    a = {d.name: d for d in old.packages}
+    b = {d.name: d for d in new.packages}
     added = [b[n] for n in sorted(set(b) - set(a))]
     changed = [(a[n], b[n]) for n in sorted(set(a) & set(b)) if a[n].version != b[n].version]
-    removed = [a[n] for n in sorted(set(a) - set(b))]
+    removed = [a[n] for n in sorted(set(a) - set(b)) if n not in covered]
+    real = {b.name: b.version for b in (new.torch, *new.torch_family) if b}
+    real_old = {b.name: b.version for b in (old.torch, *old.torch_family) if b}
+    before = {y.name: real_old.get(x.name, x.version) for x, y in changed}
     for group in grouping.install_groups(added, [y for _, y in changed]):
-        yield _group_change(group, dict((y.name, x) for x, y in changed))
+        if len(group.members) > 1 or group.members[0].name not in covered:
+            yield _group_change(group, before, real)
     if removed:
         yield _removed_change(removed)
 
 
-def _group_change(group: grouping.InstallGroup, before: dict[str, Distribution]) -> Change:
+def _group_change(group: grouping.InstallGroup, before: dict[str, str],
+                  real: dict[str, str]) -> Change:
+    """``real`` holds torch-family versions as their version.py says (2.11.0+cu130)."""
     members = tuple(
-        f"~ {d.name} {before[d.name].version} → {d.version}" if d.name in before
-        else f"+ {d.name} {d.version}" for d in group.members)
+        f"~ {d.name} {before[d.name]} → {real.get(d.name, d.version)}" if d.name in before
+        else f"+ {d.name} {real.get(d.name, d.version)}" for d in group.members)
     n_added = sum(m.startswith("+") for m in members)
     n_changed = len(members) - n_added
     if len(members) == 1:
         d = group.members[0]
         if n_changed:
             return Change(severity="warning", area="packages", subject=d.name,
-                          old=before[d.name].version, new=d.version,
-                          why=f"{_bump(before[d.name].version, d.version)} of a package on the "
+                          old=before[d.name], new=d.version,
+                          why=f"{_bump(before[d.name], d.version)} of a package on the "
                               "import path")
         return Change(severity="warning", area="packages", subject=d.name, old="absent",
                       new=d.version, why="new package on the import path")

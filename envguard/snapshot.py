@@ -36,9 +36,10 @@ def take(
     builds = {n: torch.probe(found.site_packages, by_name[n])
               for n in ("torch", *torch.FAMILY) if n in by_name}
     step("CUDA stack", 0, 1)
-    stack, cuda_warnings = cuda.probe(found.site_packages, dists, system_roots)
-    gpus = gpu.probe()
     torch_build = builds.pop("torch", None)
+    stack, cuda_warnings = cuda.probe(found.site_packages, dists, system_roots=system_roots,
+                                      torch_cuda=torch_build.cuda if torch_build else None)
+    gpus = gpu.probe()
     compat = CacheCompat(
         torch=torch_build.version if torch_build else None,
         torch_git=torch_build.git_version if torch_build else None,

@@ -36,13 +36,16 @@ def cudart_version(code: int) -> str:
     return f"{code // 1000}.{(code % 1000) // 10}"
 
 
-def probe(site: Path, dists: Sequence[Distribution], system_roots: Iterable[str] | None = None
-          ) -> tuple[CudaStack, tuple[str, ...]]:
+def probe(site: Path, dists: Sequence[Distribution], *, torch_cuda: str | None = None,
+          system_roots: Iterable[str] | None = None) -> tuple[CudaStack, tuple[str, ...]]:
+    """``torch_cuda`` (torch's ``version.cuda``) picks among cu12 and cu13 wheels when both
+    are installed, as they are after one install swaps torch's CUDA build."""
     wheels = {d.name: d.version for d in dists if d.name.startswith(("nvidia-", "cuda-"))}
+    major = torch_cuda.split(".")[0] if torch_cuda else None
     stack = CudaStack(
-        runtime=_wheel_runtime(site, wheels),
-        cudnn=_wheel_lib(site, _CUDNN_HEADER, "cudnn", "CUDNN", "PATCHLEVEL", wheels),
-        nccl=_wheel_lib(site, _NCCL_HEADER, "nccl", "NCCL", "PATCH", wheels),
+        runtime=_wheel_runtime(site, wheels, major),
+        cudnn=_wheel_lib(site, _CUDNN_HEADER, "cudnn", "CUDNN", "PATCHLEVEL", wheels, major),
+        nccl=_wheel_lib(site, _NCCL_HEADER, "nccl", "NCCL", "PATCH", wheels, major),
         wheels=dict(sorted(wheels.items())),
         system=_system_libs(_roots(system_roots)),
     )
@@ -56,29 +59,37 @@ def _roots(given: Iterable[str] | None) -> tuple[str, ...]:
     return (*DEFAULT_SYSTEM_ROOTS, home) if home else DEFAULT_SYSTEM_ROOTS
 
 
-def _owner(wheels: dict[str, str], prefix: str) -> str | None:
-    return next((name for name in sorted(wheels) if name.startswith(prefix)), None)
+def _owner(wheels: dict[str, str], prefix: str, major: str | None) -> str | None:
+    names = [n for n in sorted(wheels) if n.startswith(prefix)]
+    matching = [n for n in names if major and n.endswith(f"-cu{major}")]
+    unsuffixed = [n for n in names if not any(n.endswith(f"-cu{m}") for m in ("11", "12", "13"))]
+    # cu13 wheels dropped the suffix for the toolkit parts (nvidia-cuda-runtime 13.0.96).
+    return next(iter(matching or (unsuffixed if major and int(major) >= 13 else []) or names),
+                None)
 
 
-def _wheel_runtime(site: Path, wheels: dict[str, str]) -> CudaLibrary | None:
+def _wheel_runtime(site: Path, wheels: dict[str, str], major: str | None) -> CudaLibrary | None:
+    found = []
     for rel in _RUNTIME_HEADERS:
         defines = _safe_defines(site / rel)
         if "CUDART_VERSION" in defines:
-            return CudaLibrary(
-                name="cudart",
-                version=cudart_version(defines["CUDART_VERSION"]),
-                source=rel,
-                wheel=_owner(wheels, "nvidia-cuda-runtime"),
-            )
-    return None
+            found.append((cudart_version(defines["CUDART_VERSION"]), rel))
+    if not found:
+        return None
+    version, rel = next((f for f in found if f[0].split(".")[0] == major), found[0])
+    owners = [n for n in wheels if n.startswith("nvidia-cuda-runtime")
+              and wheels[n].split(".")[0] == version.split(".")[0]]
+    return CudaLibrary(name="cudart", version=version, source=rel,
+                       wheel=min(owners) if owners else _owner(wheels, "nvidia-cuda-runtime", major))
 
 
 def _wheel_lib(site: Path, rel: str, name: str, prefix: str, patch: str,
-               wheels: dict[str, str]) -> CudaLibrary | None:
+               wheels: dict[str, str], major: str | None) -> CudaLibrary | None:
     version = _triple(_safe_defines(site / rel), prefix, patch)
     if version is None:
         return None
-    return CudaLibrary(name=name, version=version, source=rel, wheel=_owner(wheels, f"nvidia-{name}"))
+    return CudaLibrary(name=name, version=version, source=rel,
+                       wheel=_owner(wheels, f"nvidia-{name}", major))
 
 
 def _triple(defines: dict[str, int], prefix: str, patch: str) -> str | None:

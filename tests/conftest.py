@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / (
+    "cuda-h200-torch2.11-cu130")
+
+
+def uv_bin() -> str:
+    from uv import find_uv_bin
+
+    return find_uv_bin()
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's real caches, venv or git identity."""
+    base = tmp_path_factory.mktemp("isolated")
+    monkeypatch.setenv("ENVGUARD_CACHE_DIR", str(base / "envguard-cache"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(base / "inductor"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(base / "triton"))
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "t")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
+
+
+def make_venv(path: Path) -> Path:
+    subprocess.run([uv_bin(), "venv", "--quiet", "--python", sys.executable, str(path)],
+                   check=True)
+    return path
+
+
+def uv_install(venv: Path, wheelhouse: Path, *reqs: str) -> None:
+    subprocess.run(
+        [uv_bin(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
+         "--offline", "--no-index", "--find-links", str(wheelhouse), *reqs],
+        check=True,
+    )
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture
+def fixture_dir() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+    return FIXTURES
+
+
+@pytest.fixture
+def inductor_cache(tmp_path: Path, fixture_dir: Path) -> Path:
+    """The real TorchInductor cache from the H200 (108 files, 11.3 MB)."""
+    with tarfile.open(fixture_dir / "inductor_cache.tgz") as tar:
+        tar.extractall(tmp_path / "cache", filter="data")
+    return tmp_path / "cache" / "probe_inductor"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "train"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "dflash_model.py").write_text("def forward(x):\n    return x\n")
+    (root / "train.py").write_text("import dflash_model\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "known good")
+    return root
+
+
+os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
