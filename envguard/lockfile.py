@@ -35,7 +35,19 @@ def default_path(name: str, folder: Path = DEFAULT_DIR) -> Path:
 
 def dumps(snapshot: Snapshot) -> bytes:
     doc: dict[str, Any] = {"schema": SCHEMA, **snapshot.to_dict()}
-    return tomli_w.dumps(doc, multiline_strings=True).encode("utf-8")
+    # Multi-line strings keep patches readable, but tomli-w writes a "\r\n" in them raw and
+    # TOML readers turn it into "\n": any carriage return forces escaped one-line strings.
+    return tomli_w.dumps(doc, multiline_strings=not _has_cr(doc)).encode("utf-8")
+
+
+def _has_cr(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\r" in value
+    if isinstance(value, dict):
+        return any(_has_cr(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_cr(v) for v in value)
+    return False
 
 
 def loads(data: bytes, source: str = "lockfile") -> Snapshot:

@@ -117,8 +117,10 @@ def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: b
         _print_notes(out, report.notes)
         return
     head = ", ".join(f"[{_STYLE[s]}]{n} {s}[/]" for s, n in counts.items() if n)
-    verdict = "[bold red]drift[/]" if fails else "[green]within --fail-on[/]"
-    out.print(f"{verdict}: {head} since {escape(report.old)}")
+    if fails:
+        out.print(f"[bold red]Drift[/]: {head} since {escape(report.old)}")
+    else:
+        out.print(f"[bold green]No drift[/] at this --fail-on ({head}) since {escape(report.old)}")
     table = Table(show_header=True, header_style="bold", expand=False)
     for col in ("severity", "area", "what", "was", "now", "why it matters"):
         table.add_column(col, overflow="fold")

@@ -99,12 +99,17 @@ def _git_bytes(repo: Any, *args: str) -> bytes:
 
 
 def _encode_patch(raw: bytes) -> tuple[str, str, int]:
+    """Redact, then keep the patch as text when TOML can hold it byte-exact, else base64."""
+    # surrogateescape carries non-UTF-8 bytes through redaction unchanged.
+    redacted, changed = redact_text(raw.decode("utf-8", "surrogateescape"), code=True)
+    data = redacted.encode("utf-8", "surrogateescape")
     try:
-        text = raw.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return base64.b64encode(raw).decode(), "base64", 0
-    redacted, changed = redact_text(text, code=True)
-    return redacted, "utf-8", changed
+        text = "\r"
+    if "\r" in text:  # not UTF-8, or CRLF files: base64 is the only byte-exact TOML string
+        return base64.b64encode(data).decode(), "base64", changed
+    return text, "utf-8", changed
 
 
 def _changed_files(repo: Any, head: str, patch: str) -> tuple[ChangedFile, ...]:
@@ -136,7 +141,8 @@ def _parse_numstat_z(text: str) -> list[tuple[str, int, int]]:
 
 
 def _untracked(repo: Any) -> tuple[tuple[UntrackedFile, ...], int]:
-    names = sorted(repo.untracked_files)
+    # envguard's own lockfiles land in the repo by default; they are not the code's state.
+    names = sorted(n for n in repo.untracked_files if not n.endswith(".envguard.toml"))
     root = Path(repo.working_tree_dir)
     out, budget = [], MAX_CONTENT_TOTAL
     for name in names[:MAX_UNTRACKED]:

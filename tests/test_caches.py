@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from envguard.model import CacheCompat
+from envguard.probes import caches
+
+COMPAT = CacheCompat(torch="2.11.0+cu130", cuda="13.0", gpus=("NVIDIA H200",))
+
+
+def _expected_counts(manifest: Path) -> Counter[str]:
+    """Count the H200 cache's manifest by the documented layout, independently of envguard."""
+    counts: Counter[str] = Counter()
+    kernels = set()
+    for line in manifest.read_text().splitlines():
+        rel = line.split(" ", 1)[1]
+        top = rel.split("/")[0]
+        if top in ("fxgraph", "aotautograd"):
+            counts[top] += 1
+        elif top == "triton":
+            kernels.add(rel.rsplit("/", 1)[0])
+        elif rel.endswith(".best_config"):
+            counts["autotune"] += 1
+        elif rel.endswith(".py"):
+            counts["generated_code"] += 1
+    counts["triton_kernels"] = len(kernels)
+    return counts
+
+
+def test_real_inductor_cache(inductor_cache: Path, fixture_dir: Path) -> None:
+    cache, warnings = caches.probe("inductor", inductor_cache, COMPAT)
+    expected = _expected_counts(fixture_dir / "inductor_manifest.txt")
+    assert (cache.files, cache.bytes) == (108, 11_300_011)
+    for kind in caches.KINDS:
+        assert cache.counts.get(kind, 0) == expected[kind], kind
+    assert cache.compat.archs == ("sm90",)  # read from the kernels' own metadata
+    assert cache.compat.torch == "2.11.0+cu130"
+    assert warnings == ()
+
+
+def test_fingerprint_is_stable_and_skips_noise(inductor_cache: Path) -> None:
+    first, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    (inductor_cache / "fxgraph" / "x.lock").write_text("pid")
+    (inductor_cache / "tmpab12cd34ef").write_text("half-written")
+    (inductor_cache / "__pycache__").mkdir()
+    (inductor_cache / "__pycache__" / "m.cpython-312.pyc").write_bytes(b"\0")
+    second, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    assert second.fingerprint == first.fingerprint and second.files == first.files
+
+
+def test_content_change_changes_fingerprint(inductor_cache: Path) -> None:
+    first, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    victim = next(inductor_cache.glob("*/*.best_config"))
+    data = victim.read_bytes()
+    victim.write_bytes(data[:-1] + (b"X" if data[-1:] != b"X" else b"Y"))  # same size
+    os.utime(victim, ns=(1, 1))  # an old mtime, so only the stat key tells it changed
+    second, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    assert second.fingerprint != first.fingerprint and second.bytes == first.bytes
+
+
+def test_warm_fingerprint_reads_no_content(inductor_cache: Path, monkeypatch) -> None:
+    old = 1_600_000_000_000_000_000  # files older than the racy window are trusted
+    for p in inductor_cache.rglob("*"):
+        os.utime(p, ns=(old, old))
+    cold, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    reads: list[str] = []
+    real_hash = caches._hash
+    monkeypatch.setattr(caches, "_hash", lambda root, e: reads.append(e.rel) or real_hash(root, e))
+    warm, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    assert reads == [] and warm == cold
+
+
+def test_unreadable_file_is_reported_not_fatal(inductor_cache: Path, monkeypatch) -> None:
+    real_hash = caches._hash
+    monkeypatch.setattr(caches, "_hash", lambda root, e: None if e.rel.endswith(
+        ".best_config") else real_hash(root, e))
+    cache, warnings = caches.probe("inductor", inductor_cache, COMPAT)
+    assert cache.unreadable == 3 and cache.files == 105
+    assert "3 unreadable" in warnings[0]
+
+
+def test_missing_cache(tmp_path: Path) -> None:
+    cache, _ = caches.probe("inductor", tmp_path / "none", COMPAT)
+    assert not cache.exists and cache.entries == 0
+
+
+def test_triton_cache_layout(tmp_path: Path) -> None:
+    for h in ("AAAA", "BBBB"):
+        (tmp_path / h).mkdir()
+        (tmp_path / h / "k.cubin").write_bytes(b"\x7fELF")
+        (tmp_path / h / "k.json").write_text('{"arch": 90, "name": "k"}')
+    cache, _ = caches.probe("triton", tmp_path, COMPAT)
+    assert cache.counts == {"triton_kernels": 2} and cache.compat.archs == ("sm90",)
+
+
+def test_default_paths_follow_torch_and_triton(monkeypatch) -> None:
+    env = {"USER": "alice", "HOME": "/home/alice"}
+    monkeypatch.setattr(caches, "_user", lambda environ: "alice")
+    paths = caches.default_paths(env)
+    assert paths["inductor"].name == "torchinductor_alice"
+    assert paths["triton"] == Path.home() / ".triton" / "cache"
+    paths = caches.default_paths({"TORCHINDUCTOR_CACHE_DIR": "/c/i", "TRITON_CACHE_DIR": "/c/t"})
+    assert paths == {"inductor": Path("/c/i"), "triton": Path("/c/t")}
+
+
+@pytest.mark.parametrize("name", ["a.lock", "b.tmp", "__pycache__", "tmpk2j3h4g5", ".hidden"])
+def test_skipped_names(name: str) -> None:
+    assert caches._skip(name)
+    assert not caches._skip("fxgraph")

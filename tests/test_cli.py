@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envguard import __version__
+from tests.conftest import make_venv, uv_install
+from tests.wheels import build_wheel
+
+
+def envguard(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "envguard", *args], capture_output=True,
+                          text=True, cwd=cwd, env=full_env, timeout=120)
+
+
+@pytest.fixture
+def venv(tmp_path: Path) -> Path:
+    env = make_venv(tmp_path / "venv")
+    house = tmp_path / "house"
+    build_wheel(house, "numpy", "2.3.0")
+    build_wheel(house, "numpy", "2.4.0")
+    uv_install(env, house, "numpy==2.3.0")
+    return env
+
+
+def test_version() -> None:
+    done = envguard("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"envguard, version {__version__}"
+
+
+def test_snapshot_then_clean_diff_then_drift(tmp_path: Path, venv: Path, repo: Path) -> None:
+    done = envguard("snapshot", "--venv", str(venv), "--name", "train", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    lock = repo / "lockfiles" / "train.envguard.toml"
+    assert lock.is_file()
+    assert done.stdout.startswith(f"Snapshot of {venv}")
+
+    clean = envguard("diff", str(lock), "--venv", str(venv), cwd=repo)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert clean.stdout.startswith("No drift")
+
+    uv_install(venv, tmp_path / "house", "numpy==2.4.0")
+    drifted = envguard("diff", str(lock), "--venv", str(venv), cwd=repo)
+    assert drifted.returncode == 1
+    first = drifted.stdout.splitlines()[0]
+    assert first.startswith("Drift: 1 warning since train")
+    assert "numpy" in drifted.stdout and "2.3.0" in drifted.stdout
+    assert "\x1b[" not in drifted.stdout  # NO_COLOR
+    assert envguard("diff", str(lock), "--venv", str(venv), "--fail-on", "critical",
+                    cwd=repo).returncode == 0
+
+
+def test_diff_defaults_to_the_venvs_lockfile(venv: Path, repo: Path) -> None:
+    assert envguard("snapshot", "--venv", str(venv), cwd=repo).returncode == 0
+    done = envguard("diff", "--venv", str(venv), cwd=repo)
+    assert done.returncode == 0, done.stderr
+
+
+def test_diff_of_two_lockfiles_json_envelope(tmp_path: Path, venv: Path, repo: Path) -> None:
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert envguard("snapshot", "--venv", str(venv), "-o", str(a), cwd=repo).returncode == 0
+    (repo / "train.py").write_text("import dflash_model\nprint('patched')\n")
+    assert envguard("snapshot", "--venv", str(venv), "-o", str(b), cwd=repo).returncode == 0
+    done = envguard("diff", str(a), str(b), "--json")
+    assert done.returncode == 1
+    doc = json.loads(done.stdout)
+    # The envelope is a public contract: these keys and this schema number are pinned.
+    assert list(doc) == ["schema", "tool", "version", "kind", "exit_code", "result"]
+    assert (doc["schema"], doc["tool"], doc["kind"], doc["exit_code"]) == (1, "envguard", "diff", 1)
+    change = next(c for c in doc["result"]["changes"] if c["subject"] == "train.py")
+    assert set(change) >= {"severity", "area", "subject", "old", "new", "why"}
+    assert change["severity"] == "critical" and "print('patched')" in change["patch"]
+    shown = envguard("diff", str(a), str(b), "--show-patch")
+    assert "+print('patched')" in shown.stdout
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "no such lockfile"),
+    (b"", "empty file"),
+    (b"garbage \x00\x01", "not valid TOML"),
+    (b"schema = 7\n", "upgrade envguard"),
+])
+def test_bad_lockfile_is_one_line_exit_2(tmp_path: Path, venv: Path, content: bytes | None,
+                                         message: str) -> None:
+    lock = tmp_path / "x.envguard.toml"
+    if content is not None:
+        lock.write_bytes(content)
+    done = envguard("diff", str(lock), "--venv", str(venv))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+
+
+def test_not_a_venv_and_not_a_repo(tmp_path: Path, venv: Path) -> None:
+    done = envguard("snapshot", "--venv", str(tmp_path))
+    assert done.returncode == 2 and "not a venv" in done.stderr and "Traceback" not in done.stderr
+    done = envguard("snapshot", "--venv", str(venv), "--repo", str(tmp_path), "-o",
+                    str(tmp_path / "o.toml"))
+    assert done.returncode == 2 and "not inside a git repository" in done.stderr
+    assert not (tmp_path / "o.toml").exists()  # no half-written lockfile
+    no_default = envguard("snapshot", cwd=tmp_path, env={"VIRTUAL_ENV": ""})
+    assert no_default.returncode == 2 and "--venv" in no_default.stderr
+
+
+def test_snapshot_json(tmp_path: Path, venv: Path) -> None:
+    done = envguard("snapshot", "--venv", str(venv), "-o", str(tmp_path / "s.toml"), "--json",
+                    cwd=tmp_path)
+    doc = json.loads(done.stdout)
+    assert doc["kind"] == "snapshot" and doc["result"]["lockfile"] == str(tmp_path / "s.toml")
+    assert doc["result"]["packages"][0]["name"] == "numpy"
+
+
+def test_secret_never_reaches_terminal_or_lockfile(tmp_path: Path, venv: Path) -> None:
+    secret = "hf_Zq8p3RtX9vW2yU7iO4aS"
+    env = {"HF_TOKEN": secret, "PIP_INDEX_URL": f"https://me:{secret}@pypi.internal/simple"}
+    out = tmp_path / "s.toml"
+    done = envguard("snapshot", "--venv", str(venv), "-o", str(out), cwd=tmp_path, env=env)
+    assert done.returncode == 0
+    assert secret not in done.stdout + done.stderr + out.read_text()
+    shown = envguard("diff", str(out), "--venv", str(venv), "--json", cwd=tmp_path,
+                     env={"HF_TOKEN": "other"})
+    assert secret not in shown.stdout + shown.stderr

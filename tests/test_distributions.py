@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envguard import snapshot
+from envguard.errors import VenvError
+from envguard.probes import distributions, venv
+from tests.conftest import make_venv, uv_install
+from tests.wheels import build_wheel
+
+
+def test_reads_a_uv_venv(tmp_path: Path) -> None:
+    env = make_venv(tmp_path / "venv")
+    house = tmp_path / "house"
+    build_wheel(house, "Typing_Extensions", "4.12.2")
+    build_wheel(house, "needs-it", "1.0", requires=["typing-extensions>=4", "rich; extra == 'x'"])
+    uv_install(env, house, "needs-it")
+    located = venv.locate(env)
+    dists, warnings = distributions.scan(located.site_packages)
+    by_name = {d.name: d for d in dists}
+    assert warnings == ()
+    assert by_name["typing-extensions"].version == "4.12.2"  # canonical name
+    assert by_name["needs-it"].installer == "uv"
+    assert by_name["needs-it"].requires == ("typing-extensions>=4",)  # extras left out
+    assert by_name["needs-it"].installed_at.endswith("Z")
+    assert [d.name for d in dists] == sorted(by_name)
+
+
+def test_python_facts_from_pyvenv_cfg(tmp_path: Path) -> None:
+    import sys
+
+    located = venv.locate(make_venv(tmp_path / "venv"))
+    assert located.python.version == ".".join(map(str, sys.version_info[:3]))
+    assert located.python.abi == f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    assert located.info.creator and located.info.creator.startswith("uv ")
+
+
+def test_half_installed_dist_is_recorded_with_a_warning(tmp_path: Path) -> None:
+    env = make_venv(tmp_path / "venv")
+    site = venv.locate(env).site_packages
+    (site / "broken_pkg-1.2.3.dist-info").mkdir()
+    snap = snapshot.take(env, default_caches=False)
+    broken = snap.package("broken-pkg")
+    assert broken is not None and broken.version == "1.2.3" and broken.problem
+    assert any("broken_pkg-1.2.3.dist-info: no METADATA" in w for w in snap.warnings)
+
+
+def test_egg_info_and_editable_direct_url(tmp_path: Path) -> None:
+    env = make_venv(tmp_path / "venv")
+    site = venv.locate(env).site_packages
+    egg = site / "legacy_pkg-0.9-py3.11.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: Legacy_Pkg\nVersion: 0.9\n\nx\n")
+    info = site / "mytrain-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mytrain\nVersion: 0.1\n")
+    (info / "direct_url.json").write_text(json.dumps(
+        {"url": "https://user:s3cr3t@git.example.com/x.git", "dir_info": {"editable": True}}))
+    dists, _ = distributions.scan(site)
+    by_name = {d.name: d for d in dists}
+    assert by_name["legacy-pkg"].format == "egg-info" and by_name["legacy-pkg"].version == "0.9"
+    mine = by_name["mytrain"]
+    assert mine.editable and mine.direct_url == "https://git.example.com/x.git"
+
+
+def test_not_a_venv(tmp_path: Path) -> None:
+    with pytest.raises(VenvError, match="not a venv"):
+        venv.locate(tmp_path)
+    with pytest.raises(VenvError, match="no such directory"):
+        venv.locate(tmp_path / "nope")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(VenvError, match="not a directory"):
+        venv.locate(tmp_path / "file")
+
+
+def test_default_venv(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(VenvError, match="--venv"):
+        venv.default_venv_path(None)
+    (tmp_path / ".venv").mkdir()
+    assert venv.default_venv_path(None) == Path(".venv")
+    monkeypatch.setenv("VIRTUAL_ENV", "/somewhere")
+    assert venv.default_venv_path(None) == Path("/somewhere")
+
+
+def test_name_of_a_dot_venv_is_its_project(tmp_path: Path) -> None:
+    located = venv.locate(make_venv(tmp_path / "proj" / ".venv"))
+    # uv writes prompt = the project folder's name
+    assert located.name == "proj"

@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from envguard import drift
+from envguard.model import ChangedFile, GpuInfo, GpuState
+from tests.factories import base, dist, inductor, torch_build
+
+
+def _only(report: drift.DriftReport, subject: str) -> drift.Change:
+    found = [c for c in report.changes if c.subject == subject]
+    assert len(found) == 1, [c.subject for c in report.changes]
+    return found[0]
+
+
+def test_identical_snapshots_have_no_drift() -> None:
+    report = drift.compare(base(), base(taken_at="2026-11-29T10:00:00Z"))
+    assert report.changes == () and not report.fails("any")
+
+
+def test_variant_swap_same_source() -> None:
+    new = base(torch=torch_build("2.11.0+cu130", "13.0"))
+    c = _only(drift.compare(base(), new), "torch")
+    assert c.severity == "critical"
+    assert c.why == ("same source (git 70d99e9), CUDA build 12.8 → 13.0; compiled kernels in "
+                     "the Inductor cache will not be reused")
+
+
+def test_new_release_other_source() -> None:
+    new = base(torch=torch_build("2.12.0+cu128", "12.8", git="b" * 40))
+    c = _only(drift.compare(base(), new), "torch")
+    assert c.why.startswith("other source (git 70d99e9 → bbbbbbb), CUDA build 12.8;")
+
+
+def test_torch_removed() -> None:
+    c = _only(drift.compare(base(), base(torch=None)), "torch")
+    assert (c.severity, c.new) == ("critical", "absent")
+
+
+@pytest.mark.parametrize(("old", "new", "severity"), [
+    ("3.12.3", "3.12.8", "warning"), ("3.12.3", "3.13.0", "critical")])
+def test_python(old: str, new: str, severity: str) -> None:
+    py = base().python
+    a = base(python=dataclasses.replace(py, version=old))
+    b = base(python=dataclasses.replace(py, version=new, abi="cp" + new.replace(".", "")[:3]))
+    assert _only(drift.compare(a, b), "Python").severity == severity
+
+
+@pytest.mark.parametrize(("part", "new", "severity"), [
+    ("runtime", "13.0", "critical"), ("runtime", "12.9", "warning"),
+    ("cudnn", "10.0.0", "critical"), ("cudnn", "9.19.0", "warning"),
+    ("nccl", "2.28.9", "warning"), ("nccl", "3.0.0", "critical")])
+def test_cuda_major_is_critical(part: str, new: str, severity: str) -> None:
+    lib = getattr(base().cuda, part)
+    cuda = dataclasses.replace(base().cuda, **{part: dataclasses.replace(lib, version=new)})
+    report = drift.compare(base(), base(cuda=cuda))
+    assert [c.severity for c in report.changes] == [severity]
+
+
+def test_key_library_is_a_warning_with_a_reason() -> None:
+    new = base(key_libraries={"torch": "2.11.0+cu128", "transformers": "5.8.1"},
+               packages=(dist("torch", "2.11.0+cu128"), dist("transformers", "5.8.1"),
+                         dist("numpy", "2.3.0")))
+    report = drift.compare(base(), new)
+    c = _only(report, "transformers")
+    assert (c.severity, c.old, c.new) == ("warning", "5.6.0", "5.8.1")
+    assert "attention" in c.why
+    assert len(report.changes) == 1  # not reported again as a plain package
+
+
+def test_packages_added_together_are_grouped_under_their_root() -> None:
+    t = "2026-11-28T14:02:{:02d}Z"
+    deps = tuple(dist(f"dep-{i}", "1.0", at=t.format(i)) for i in range(5))
+    sglang = dist("sglang", "0.5.23", at=t.format(9), requires=tuple(d.name for d in deps))
+    late = dist("pytest", "9.0", at="2026-11-28T18:00:00Z")
+    new = base(packages=(*base().packages, *deps, sglang, late),
+               key_libraries={**base().key_libraries, "sglang": "0.5.23"})
+    report = drift.compare(base(), new)
+    group = next(c for c in report.changes if c.members)
+    assert group.why == "6 packages added together, with sglang 0.5.23 at 2026-11-28 14:02:00"
+    assert group.members[-1] == "+ sglang 0.5.23"
+    assert _only(report, "pytest").why == "new package on the import path"
+    assert _only(report, "sglang").severity == "warning"
+
+
+def test_removed_packages() -> None:
+    new = base(packages=base().packages[:2])
+    c = _only(drift.compare(base(), new), "numpy")
+    assert (c.old, c.new, c.severity) == ("2.3.0", "absent", "warning")
+
+
+def test_cache_cold_shrunk_grown_and_incompatible() -> None:
+    cold = drift.compare(base(), base(caches=(inductor(entries=0, size=0),)))
+    assert _only(cold, "Inductor cache").why == (
+        "Inductor cache 285 entries / 353 MB → gone: cold, the first steps will recompile")
+    shrunk = _only(drift.compare(base(), base(caches=(inductor(120, 100_000_000, "f2"),))),
+                   "Inductor cache")
+    assert shrunk.severity == "warning" and "shrunk" in shrunk.why
+    grew = _only(drift.compare(base(), base(caches=(inductor(300, 360_000_000, "f3"),))),
+                 "Inductor cache")
+    assert grew.severity == "info"
+    other = drift.compare(base(), base(caches=(inductor(torch="2.11.0+cu130", cuda="13.0"),)))
+    c = _only(other, "Inductor cache")
+    assert c.severity == "warning"
+    assert c.new == "torch 2.11.0+cu128 → 2.11.0+cu130; CUDA 12.8 → 13.0"
+
+
+def test_code_changes() -> None:
+    code = base().code
+    assert code is not None
+    dirty = dataclasses.replace(code, dirty=True, patch_sha256="p1", changed=(
+        ChangedFile(path="dflash_model.py", added=12, removed=0, sha256="s1"),))
+    report = drift.compare(base(), base(code=dirty))
+    c = _only(report, "dflash_model.py")
+    assert (c.severity, c.why) == (
+        "critical", "dflash_model.py has an uncommitted change not in the snapshot (+12 −0)")
+    back = _only(drift.compare(base(code=dirty), base()), "dflash_model.py")
+    assert "is gone" in back.why
+    moved = _only(drift.compare(base(), base(code=dataclasses.replace(code, head="b" * 40))),
+                  "git HEAD")
+    assert moved.severity == "critical" and moved.new == "bbbbbbbbbbbb on main"
+
+
+def test_env_vars_and_host() -> None:
+    new = base(environ={"NCCL_DEBUG": "INFO", "UV_INDEX_URL": "https://x"},
+               host=dataclasses.replace(base().host, hostname="gpu-02"))
+    report = drift.compare(base(), new)
+    assert _only(report, "NCCL_DEBUG").severity == "warning"
+    assert _only(report, "UV_INDEX_URL").severity == "info"
+    assert _only(report, "hostname").severity == "info"
+
+
+def test_gpu_and_driver() -> None:
+    h100 = GpuState(driver="570.1", source="nvml", gpus=(GpuInfo(
+        index=0, name="NVIDIA H100", uuid="GPU-9", compute_capability="9.0"),))
+    report = drift.compare(base(), base(gpu=h100))
+    assert _only(report, "GPUs").severity == "warning"
+    assert _only(report, "NVIDIA driver").old == "580.159.04"
+
+
+def test_ordering_and_fail_on() -> None:
+    new = base(torch=torch_build("2.11.0+cu130", "13.0"), environ={},
+               host=dataclasses.replace(base().host, hostname="gpu-02"))
+    report = drift.compare(base(), new)
+    assert [c.severity for c in report.changes] == ["critical", "warning", "info"]
+    assert report.counts() == {"critical": 1, "warning": 1, "info": 1}
+    info_only = drift.compare(base(), base(host=new.host))
+    assert not info_only.fails("warning") and not info_only.fails("critical")
+    assert info_only.fails("any")
+
+
+def test_report_is_pure() -> None:
+    a, b = base(), base(torch=torch_build("2.11.0+cu130", "13.0"))
+    assert drift.compare(a, b) == drift.compare(a, b)
+    assert a == base()  # inputs untouched

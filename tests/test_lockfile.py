@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import tomli_w
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envguard import lockfile, snapshot
+from envguard.errors import LockfileError
+from envguard.model import (
+    CodeState, CompileCache, Distribution, GpuInfo, GpuState, HostInfo, PackageBuild, PythonInfo,
+    Snapshot, VenvInfo,
+)  # fmt: skip
+from tests.conftest import make_venv, uv_install
+from tests.wheels import build_wheel
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
+NAME = st.from_regex(r"[a-z][a-z0-9-]{0,15}", fullmatch=True)
+INT = st.integers(0, 2**62)
+
+DISTS = st.lists(st.builds(Distribution, name=NAME, version=TEXT, installer=TEXT,
+                           requested=st.booleans(), installed_at=TEXT,
+                           direct_url=st.none() | TEXT, requires=st.tuples(TEXT, TEXT),
+                           problem=st.none() | TEXT), max_size=4)
+SNAPSHOTS = st.builds(
+    Snapshot,
+    name=TEXT, taken_at=TEXT, envguard_version=TEXT,
+    venv=st.builds(VenvInfo, path=TEXT, kind=TEXT, creator=st.none() | TEXT),
+    python=st.builds(PythonInfo, version=TEXT, implementation=TEXT, abi=TEXT, site_packages=TEXT),
+    host=st.builds(HostInfo, hostname=TEXT, os=TEXT, kernel=TEXT, machine=TEXT, cpu_count=INT,
+                   memory_bytes=INT),
+    torch=st.none() | st.builds(PackageBuild, name=TEXT, version=TEXT, metadata_version=TEXT,
+                                variant=TEXT, index_url=TEXT, source=TEXT,
+                                debug=st.none() | st.booleans()),
+    gpu=st.builds(GpuState, driver=st.none() | TEXT, gpus=st.tuples(st.builds(
+        GpuInfo, index=INT, name=TEXT, memory_mib=INT))),
+    caches=st.tuples(st.builds(CompileCache, kind=TEXT, path=TEXT, exists=st.booleans(),
+                               counts=st.dictionaries(NAME, INT, max_size=3))),
+    code=st.none() | st.builds(CodeState, root=TEXT, head=TEXT,
+                               patch=st.text(st.characters(exclude_categories=("Cs",)))),
+    environ=st.dictionaries(st.from_regex(r"[A-Z_]{1,12}", fullmatch=True), TEXT, max_size=4),
+    warnings=st.tuples(TEXT),
+    packages=DISTS.map(tuple),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(SNAPSHOTS)
+def test_round_trip(snap: Snapshot) -> None:
+    assert lockfile.loads(lockfile.dumps(snap)) == snap
+
+
+def test_resnapshot_changes_only_the_timestamp(tmp_path: Path, repo: Path) -> None:
+    env = make_venv(tmp_path / "venv")
+    house = tmp_path / "house"
+    build_wheel(house, "numpy", "2.3.0")
+    uv_install(env, house, "numpy")
+    (repo / "train.py").write_text("changed\n")
+    first = lockfile.dumps(snapshot.take(env, repo=repo))
+    second = lockfile.dumps(snapshot.take(env, repo=repo))
+    a, b = first.decode().splitlines(), second.decode().splitlines()
+    different = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    assert len(different) <= 1 and all(x.startswith("taken_at = ") for x, _ in different)
+
+
+def test_write_is_atomic_and_leaves_no_temp(tmp_path: Path, monkeypatch) -> None:
+    snap = lockfile.loads(b'schema = 1\nname = "a"\ntaken_at = "t"\nenvguard_version = "0"\n'
+                          b'[venv]\npath = "/v"\nkind = "venv"\n[python]\nversion = "3.12.3"\n'
+                          b'implementation = "cpython"\nabi = "cp312"\nsite_packages = "/s"\n'
+                          b'[host]\nhostname = "h"\nos = "o"\nkernel = "k"\nmachine = "m"\n')
+    target = tmp_path / "lockfiles" / "a.envguard.toml"
+    lockfile.write(target, snap)
+    good = target.read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.fsync", boom)
+    with pytest.raises(LockfileError, match="No space left"):
+        lockfile.write(target, snap)
+    assert target.read_bytes() == good
+    assert [p.name for p in target.parent.iterdir()] == ["a.envguard.toml"]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "empty file"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8"),
+    (b"[[packages]\nname = ", "not valid TOML"),
+    (b'name = "x"\n', "no integer 'schema'"),
+    (b"schema = 99\n", "schema 99, this envguard reads up to 1; upgrade envguard"),
+    (b'schema = 1\nname = "x"\n', "taken_at: missing"),
+])
+def test_bad_lockfiles(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad.envguard.toml"
+    path.write_bytes(content)
+    with pytest.raises(LockfileError, match=message):
+        lockfile.read(path)
+
+
+def test_truncated_real_lockfile_names_the_problem(tmp_path: Path) -> None:
+    env = make_venv(tmp_path / "venv")
+    data = lockfile.dumps(snapshot.take(env, default_caches=False))
+    path = tmp_path / "t.envguard.toml"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(LockfileError):
+        lockfile.read(path)
+
+
+def test_field_path_in_errors(tmp_path: Path) -> None:
+    env = make_venv(tmp_path / "venv")
+    doc = tomllib.loads(lockfile.dumps(snapshot.take(env, default_caches=False)).decode())
+    doc["packages"] = [{"name": 12, "version": "1"}]
+    with pytest.raises(LockfileError, match=r"lock\.packages\[0\]\.name: expected a string, got 12"):
+        lockfile.loads(tomli_w.dumps(doc).encode(), source="lock")
+    doc["packages"] = [{"name": "a", "version": "1", "colour": "red"}]
+    with pytest.raises(LockfileError, match=r"packages\[0\]\.colour: unknown field"):
+        lockfile.loads(tomli_w.dumps(doc).encode(), source="lock")
+
+
+def test_missing_lockfile(tmp_path: Path) -> None:
+    with pytest.raises(LockfileError, match="no such lockfile"):
+        lockfile.read(tmp_path / "nope.toml")
+    with pytest.raises(LockfileError, match="is a directory"):
+        lockfile.read(tmp_path)
+
+
+def test_default_path_is_safe() -> None:
+    assert lockfile.default_path("train") == Path("lockfiles/train.envguard.toml")
+    assert lockfile.default_path("../../etc/passwd").parent == Path("lockfiles")
