@@ -6,10 +6,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from envguard import __version__
+
+if TYPE_CHECKING:
+    from envguard.model import Snapshot
 
 _PATH = click.Path(path_type=Path)
 
@@ -43,17 +47,32 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--venv", type=_PATH, help="The environment to read (default: $VIRTUAL_ENV, ./.venv).")
+@click.option(
+    "--venv", type=_PATH, help="The environment to read (default: $VIRTUAL_ENV, ./.venv)."
+)
 @click.option("--repo", type=_PATH, help="The training code's git repo (default: the one here).")
-@click.option("--cache-dir", "cache_dirs", type=_PATH, multiple=True,
-              help="Another compile cache to fingerprint (repeatable).")
+@click.option(
+    "--cache-dir",
+    "cache_dirs",
+    type=_PATH,
+    multiple=True,
+    help="Another compile cache to fingerprint (repeatable).",
+)
 @click.option("--no-default-caches", is_flag=True, help="Skip the Inductor and Triton caches.")
-@click.option("-o", "--output", type=_PATH, help="Lockfile path (default: lockfiles/NAME.envguard.toml).")
+@click.option(
+    "-o", "--output", type=_PATH, help="Lockfile path (default: lockfiles/NAME.envguard.toml)."
+)
 @click.option("--name", help="Snapshot name (default: the venv's prompt or folder name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the snapshot as a JSON envelope.")
-def snapshot(venv: Path | None, repo: Path | None, cache_dirs: tuple[Path, ...],
-             no_default_caches: bool, output: Path | None, name: str | None,
-             as_json: bool) -> None:
+def snapshot(
+    venv: Path | None,
+    repo: Path | None,
+    cache_dirs: tuple[Path, ...],
+    no_default_caches: bool,
+    output: Path | None,
+    name: str | None,
+    as_json: bool,
+) -> None:
     """Record the environment in a lockfile."""
     from envguard import lockfile, render
     from envguard import snapshot as snap_mod
@@ -61,9 +80,15 @@ def snapshot(venv: Path | None, repo: Path | None, cache_dirs: tuple[Path, ...],
 
     with _errors():
         with render.progress(enabled=not as_json and sys.stderr.isatty()) as step:
-            snap = snap_mod.take(default_venv_path(venv), repo=repo, repo_required=repo is not None,
-                                 cache_dirs=cache_dirs, default_caches=not no_default_caches,
-                                 name=name, progress=step)
+            snap = snap_mod.take(
+                default_venv_path(venv),
+                repo=repo,
+                repo_required=repo is not None,
+                cache_dirs=cache_dirs,
+                default_caches=not no_default_caches,
+                name=name,
+                progress=step,
+            )
         path = output or lockfile.default_path(snap.name)
         lockfile.write(path, snap)
         if as_json:
@@ -76,13 +101,25 @@ def snapshot(venv: Path | None, repo: Path | None, cache_dirs: tuple[Path, ...],
 @click.argument("locks", nargs=-1, type=_PATH)
 @click.option("--venv", type=_PATH, help="The live environment to compare (default: as snapshot).")
 @click.option("--repo", type=_PATH, help="The live git repo (default: here, else the lock's).")
-@click.option("--fail-on", type=click.Choice(["critical", "warning", "any"]), default="warning",
-              show_default=True, help="The least severe change that counts as drift (exit 1).")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["critical", "warning", "any"]),
+    default="warning",
+    show_default=True,
+    help="The least severe change that counts as drift (exit 1).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as a JSON envelope.")
 @click.option("--expand", is_flag=True, help="List the packages of each install group.")
 @click.option("--show-patch", is_flag=True, help="Print uncommitted changes not in the snapshot.")
-def diff(locks: tuple[Path, ...], venv: Path | None, repo: Path | None, fail_on: str,
-         as_json: bool, expand: bool, show_patch: bool) -> None:
+def diff(
+    locks: tuple[Path, ...],
+    venv: Path | None,
+    repo: Path | None,
+    fail_on: str,
+    as_json: bool,
+    expand: bool,
+    show_patch: bool,
+) -> None:
     """Compare LOCK with the live environment, or LOCK_A with LOCK_B."""
     from envguard import drift, lockfile, render
 
@@ -103,8 +140,9 @@ def diff(locks: tuple[Path, ...], venv: Path | None, repo: Path | None, fail_on:
     sys.exit(code)
 
 
-def _lock_and_live(lock: Path | None, venv: Path | None, repo: Path | None, show: bool
-                   ) -> tuple[object, object]:
+def _lock_and_live(
+    lock: Path | None, venv: Path | None, repo: Path | None, show: bool
+) -> tuple[Snapshot, Snapshot]:
     from envguard import lockfile, render, snapshot
     from envguard.probes.venv import default_venv_path, locate
 
@@ -115,8 +153,14 @@ def _lock_and_live(lock: Path | None, venv: Path | None, repo: Path | None, show
     if repo is None and old.code and Path(old.code.root).is_dir() and not _in_repo(Path.cwd()):
         repo = Path(old.code.root)
     with render.progress(enabled=show and sys.stderr.isatty()) as step:
-        new = snapshot.take(venv_path, repo=repo, repo_required=False, cache_dirs=customs,
-                            name=old.name, progress=step)
+        new = snapshot.take(
+            venv_path,
+            repo=repo,
+            repo_required=False,
+            cache_dirs=customs,
+            name=old.name,
+            progress=step,
+        )
     return old, new
 
 

@@ -13,13 +13,29 @@ from packaging.version import InvalidVersion, Version
 
 from envguard import grouping
 from envguard.model import (
-    CodeState, CompileCache, CudaLibrary, Distribution, PackageBuild, Record, Snapshot,
+    CodeState,
+    CompileCache,
+    CudaLibrary,
+    Distribution,
+    PackageBuild,
+    Record,
+    Snapshot,
 )  # fmt: skip
 
 SEVERITIES = ("critical", "warning", "info")
 FAIL_ON = ("critical", "warning", "any")
-_AREAS = ("python", "torch", "cuda", "gpu", "code", "caches", "libraries", "packages", "env",
-          "host")
+_AREAS = (
+    "python",
+    "torch",
+    "cuda",
+    "gpu",
+    "code",
+    "caches",
+    "libraries",
+    "packages",
+    "env",
+    "host",
+)
 LIBRARY_WHY = {
     "transformers": "model code, attention defaults and tokenizer behaviour can change",
     "triton": "every Triton kernel in the compile caches is rebuilt",
@@ -70,8 +86,13 @@ class DriftReport(Record):
 
 
 def compare(old: Snapshot, new: Snapshot) -> DriftReport:
-    covered = {"torch", *(b.name for b in old.torch_family), *(b.name for b in new.torch_family),
-               *old.key_libraries, *new.key_libraries}
+    covered = {
+        "torch",
+        *(b.name for b in old.torch_family),
+        *(b.name for b in new.torch_family),
+        *old.key_libraries,
+        *new.key_libraries,
+    }
     changes = [
         *_python(old, new), *_torch(old.torch, new.torch), *_family(old, new),
         *_libraries(old, new), *_cuda(old, new), *_gpu(old, new), *_code(old.code, new.code),
@@ -89,14 +110,26 @@ def compare(old: Snapshot, new: Snapshot) -> DriftReport:
 def _python(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     a, b = old.python, new.python
     if (a.implementation, a.abi) != (b.implementation, b.abi) or _minor(a.version) != _minor(
-            b.version):
-        yield Change(severity="critical", area="python", subject="Python",
-                     old=f"{a.implementation} {a.version}", new=f"{b.implementation} {b.version}",
-                     why="another interpreter ABI: every compiled extension, torch included, "
-                         "is a different build")
+        b.version
+    ):
+        yield Change(
+            severity="critical",
+            area="python",
+            subject="Python",
+            old=f"{a.implementation} {a.version}",
+            new=f"{b.implementation} {b.version}",
+            why="another interpreter ABI: every compiled extension, torch included, "
+            "is a different build",
+        )
     elif a.version != b.version:
-        yield Change(severity="warning", area="python", subject="Python", old=a.version,
-                     new=b.version, why="a patch release of the same ABI; rarely matters")
+        yield Change(
+            severity="warning",
+            area="python",
+            subject="Python",
+            old=a.version,
+            new=b.version,
+            why="a patch release of the same ABI; rarely matters",
+        )
 
 
 def _minor(version: str) -> str:
@@ -115,18 +148,36 @@ def _torch(a: PackageBuild | None, b: PackageBuild | None) -> Iterator[Change]:
     if a is None and b is None:
         return
     if a is None or b is None:
-        yield Change(severity="critical", area="torch", subject="torch",
-                     old=a.version if a else "absent", new=b.version if b else "absent",
-                     why="torch was " + ("removed" if b is None else "installed")
-                         + ": training does not run as it did")
+        yield Change(
+            severity="critical",
+            area="torch",
+            subject="torch",
+            old=a.version if a else "absent",
+            new=b.version if b else "absent",
+            why="torch was "
+            + ("removed" if b is None else "installed")
+            + ": training does not run as it did",
+        )
         return
     if (a.version, a.git_version, a.debug) == (b.version, b.git_version, b.debug):
         if a.index_url != b.index_url:
-            yield Change(severity="info", area="torch", subject="torch", old=a.index_url,
-                         new=b.index_url, why="the same build, from another index")
+            yield Change(
+                severity="info",
+                area="torch",
+                subject="torch",
+                old=a.index_url,
+                new=b.index_url,
+                why="the same build, from another index",
+            )
         return
-    yield Change(severity="critical", area="torch", subject="torch", old=a.version,
-                 new=b.version, why=_torch_why(a, b))
+    yield Change(
+        severity="critical",
+        area="torch",
+        subject="torch",
+        old=a.version,
+        new=b.version,
+        why=_torch_why(a, b),
+    )
 
 
 def _torch_why(a: PackageBuild, b: PackageBuild) -> str:
@@ -154,8 +205,14 @@ def _family(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         why = LIBRARY_WHY.get(name, "a torch-family package")
         if x and y and x.variant != y.variant:
             why = f"{x.variant or '?'} → {y.variant or '?'} build; {why}"
-        yield Change(severity="warning", area="libraries", subject=name,
-                     old=x.version if x else "absent", new=y.version if y else "absent", why=why)
+        yield Change(
+            severity="warning",
+            area="libraries",
+            subject=name,
+            old=x.version if x else "absent",
+            new=y.version if y else "absent",
+            why=why,
+        )
 
 
 def _libraries(old: Snapshot, new: Snapshot) -> Iterator[Change]:
@@ -163,9 +220,14 @@ def _libraries(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     a, b = old.key_libraries, new.key_libraries
     for name in sorted((set(a) | set(b)) - family):
         if a.get(name) != b.get(name):
-            yield Change(severity="warning", area="libraries", subject=name,
-                         old=a.get(name, "absent"), new=b.get(name, "absent"),
-                         why=LIBRARY_WHY.get(name, "a key ML library"))
+            yield Change(
+                severity="warning",
+                area="libraries",
+                subject=name,
+                old=a.get(name, "absent"),
+                new=b.get(name, "absent"),
+                why=LIBRARY_WHY.get(name, "a key ML library"),
+            )
 
 
 _CUDA_LABELS = {"runtime": "CUDA runtime", "cudnn": "cuDNN", "nccl": "NCCL"}
@@ -184,31 +246,58 @@ def _cuda(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         if va == vb:
             continue
         major_moved = va.split(".")[0] != vb.split(".")[0]
-        yield Change(severity="critical" if major_moved else "warning", area="cuda",
-                     subject=label, old=va or "absent", new=vb or "absent", why=_CUDA_WHY[part])
+        yield Change(
+            severity="critical" if major_moved else "warning",
+            area="cuda",
+            subject=label,
+            old=va or "absent",
+            new=vb or "absent",
+            why=_CUDA_WHY[part],
+        )
     sys_a = {lib.name: lib.version for lib in old.cuda.system}
     sys_b = {lib.name: lib.version for lib in new.cuda.system}
     for name in sorted(set(sys_a) | set(sys_b)):
         if sys_a.get(name) != sys_b.get(name):
-            yield Change(severity="info", area="cuda", subject=f"system {name}",
-                         old=sys_a.get(name, "absent"), new=sys_b.get(name, "absent"),
-                         why="outside the venv; torch loads the wheels' copy")
+            yield Change(
+                severity="info",
+                area="cuda",
+                subject=f"system {name}",
+                old=sys_a.get(name, "absent"),
+                new=sys_b.get(name, "absent"),
+                why="outside the venv; torch loads the wheels' copy",
+            )
 
 
 def _gpu(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     a, b = old.gpu, new.gpu
     if a.driver != b.driver:
-        yield Change(severity="warning", area="gpu", subject="NVIDIA driver",
-                     old=a.driver or "absent", new=b.driver or "absent",
-                     why="the newest CUDA runtime it supports and its kernel behaviour")
+        yield Change(
+            severity="warning",
+            area="gpu",
+            subject="NVIDIA driver",
+            old=a.driver or "absent",
+            new=b.driver or "absent",
+            why="the newest CUDA runtime it supports and its kernel behaviour",
+        )
     models_a, models_b = _gpu_models(a.gpus), _gpu_models(b.gpus)
     if models_a != models_b:
-        yield Change(severity="warning", area="gpu", subject="GPUs", old=models_a or "none",
-                     new=models_b or "none",
-                     why="kernels and autotuning were chosen for the old GPUs")
+        yield Change(
+            severity="warning",
+            area="gpu",
+            subject="GPUs",
+            old=models_a or "none",
+            new=models_b or "none",
+            why="kernels and autotuning were chosen for the old GPUs",
+        )
     elif sorted(g.uuid for g in a.gpus) != sorted(g.uuid for g in b.gpus):
-        yield Change(severity="info", area="gpu", subject="GPUs", old=models_a, new=models_b,
-                     why="the same model, other physical GPUs (another node?)")
+        yield Change(
+            severity="info",
+            area="gpu",
+            subject="GPUs",
+            old=models_a,
+            new=models_b,
+            why="the same model, other physical GPUs (another node?)",
+        )
 
 
 def _gpu_models(gpus: tuple[object, ...]) -> str:
@@ -222,18 +311,34 @@ def _gpu_models(gpus: tuple[object, ...]) -> str:
 def _code(a: CodeState | None, b: CodeState | None) -> Iterator[Change]:
     if a is None or b is None:
         if a is not b:
-            yield Change(severity="info", area="code", subject="repository",
-                         old=a.root if a else "not captured", new=b.root if b else "not captured",
-                         why="code state can only be compared when both sides captured it")
+            yield Change(
+                severity="info",
+                area="code",
+                subject="repository",
+                old=a.root if a else "not captured",
+                new=b.root if b else "not captured",
+                why="code state can only be compared when both sides captured it",
+            )
         return
     if a.head != b.head:
         branch = f" on {b.branch}" if b.branch else " (detached)"
-        yield Change(severity="critical", area="code", subject="git HEAD", old=a.head[:12],
-                     new=b.head[:12] + branch,
-                     why="the committed training code is not the snapshot's")
+        yield Change(
+            severity="critical",
+            area="code",
+            subject="git HEAD",
+            old=a.head[:12],
+            new=b.head[:12] + branch,
+            why="the committed training code is not the snapshot's",
+        )
     elif a.branch != b.branch:
-        yield Change(severity="info", area="code", subject="git branch", old=a.branch or "-",
-                     new=b.branch or "-", why="same commit, another branch name")
+        yield Change(
+            severity="info",
+            area="code",
+            subject="git branch",
+            old=a.branch or "-",
+            new=b.branch or "-",
+            why="same commit, another branch name",
+        )
     yield from _patch(a, b)
     yield from _untracked(a, b)
 
@@ -261,13 +366,24 @@ def _patch(a: CodeState, b: CodeState) -> Iterator[Change]:
             why = f"{path} has an uncommitted change not in the snapshot ({_stat(y)})"
         else:
             why = f"{path}: uncommitted change differs ({_stat(x)} then, {_stat(y)} now)"
-        yield Change(severity="critical", area="code", subject=path,
-                     old=_stat(x) if x else "clean", new=_stat(y) if y else "clean", why=why,
-                     patch=sections.get(path, ""))
+        yield Change(
+            severity="critical",
+            area="code",
+            subject=path,
+            old=_stat(x) if x else "clean",
+            new=_stat(y) if y else "clean",
+            why=why,
+            patch=sections.get(path, ""),
+        )
     if not reported:
-        yield Change(severity="critical", area="code", subject="uncommitted patch",
-                     old=a.patch_sha256[:12] or "clean", new=b.patch_sha256[:12] or "clean",
-                     why="the dirty diff differs from the snapshot's")
+        yield Change(
+            severity="critical",
+            area="code",
+            subject="uncommitted patch",
+            old=a.patch_sha256[:12] or "clean",
+            new=b.patch_sha256[:12] or "clean",
+            why="the dirty diff differs from the snapshot's",
+        )
 
 
 def _untracked(a: CodeState, b: CodeState) -> Iterator[Change]:
@@ -278,9 +394,14 @@ def _untracked(a: CodeState, b: CodeState) -> Iterator[Change]:
         if fx and fy and (fx.size, fx.content) == (fy.size, fy.content):
             continue
         state = "new" if fx is None else "gone" if fy is None else "changed"
-        yield Change(severity="info", area="code", subject=path,
-                     old=f"{fx.size} B" if fx else "absent", new=f"{fy.size} B" if fy else "absent",
-                     why=f"untracked file {state}; git does not version it")
+        yield Change(
+            severity="info",
+            area="code",
+            subject=path,
+            old=f"{fx.size} B" if fx else "absent",
+            new=f"{fy.size} B" if fy else "absent",
+            why=f"untracked file {state}; git does not version it",
+        )
 
 
 def _caches(old: Snapshot, new: Snapshot) -> Iterator[Change]:
@@ -315,36 +436,73 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
     label = _label(a)
     if a.exists and a.entries > 0 and (not b.exists or b.entries == 0):
         state = "0" if b.exists else "gone"
-        yield Change(severity="warning", area="caches", subject=label, old=_size(a), new=state,
-                     why=f"{label} {_size(a)} → {state}: cold, the first steps will recompile")
+        yield Change(
+            severity="warning",
+            area="caches",
+            subject=label,
+            old=_size(a),
+            new=state,
+            why=f"{label} {_size(a)} → {state}: cold, the first steps will recompile",
+        )
         return
     if b.entries and (b.entries < a.entries or b.bytes < a.bytes * 0.9):
-        yield Change(severity="warning", area="caches", subject=label, old=_size(a), new=_size(b),
-                     why="shrunk: the graphs whose entries went will recompile")
+        yield Change(
+            severity="warning",
+            area="caches",
+            subject=label,
+            old=_size(a),
+            new=_size(b),
+            why="shrunk: the graphs whose entries went will recompile",
+        )
     elif a.fingerprint != b.fingerprint and b.exists:
         grew = "grew" if b.entries > a.entries else "contents changed"
-        yield Change(severity="info", area="caches", subject=label, old=_size(a), new=_size(b),
-                     why=f"{grew}: graphs compiled since the snapshot")
+        yield Change(
+            severity="info",
+            area="caches",
+            subject=label,
+            old=_size(a),
+            new=_size(b),
+            why=f"{grew}: graphs compiled since the snapshot",
+        )
     if a.path != b.path:
-        yield Change(severity="warning", area="caches", subject=label, old=a.path, new=b.path,
-                     why="the cache folder moved; entries under the old path are not used")
+        yield Change(
+            severity="warning",
+            area="caches",
+            subject=label,
+            old=a.path,
+            new=b.path,
+            why="the cache folder moved; entries under the old path are not used",
+        )
     if b.entries and a.entries:
         yield from _compat(label, a, b)
 
 
+def _compat_text(value: str | tuple[str, ...] | None) -> str:
+    text = ", ".join(value) if isinstance(value, tuple) else value
+    return text or "none"
+
+
 def _compat(label: str, a: CompileCache, b: CompileCache) -> Iterator[Change]:
     diffs = []
-    for field, name in (("torch", "torch"), ("torch_git", "torch git"), ("cuda", "CUDA"),
-                        ("triton", "triton"), ("gpus", "GPUs")):
-        x, y = getattr(a.compat, field), getattr(b.compat, field)
+    for field, name in (
+        ("torch", "torch"),
+        ("torch_git", "torch git"),
+        ("cuda", "CUDA"),
+        ("triton", "triton"),
+        ("gpus", "GPUs"),
+    ):
+        x, y = _compat_text(getattr(a.compat, field)), _compat_text(getattr(b.compat, field))
         if x != y:
-            fmt = (lambda v: ", ".join(v) or "none") if field == "gpus" else (
-                lambda v: v or "none")
-            diffs.append(f"{name} {fmt(x)} → {fmt(y)}")
+            diffs.append(f"{name} {x} → {y}")
     if diffs:
-        yield Change(severity="warning", area="caches", subject=label,
-                     old="built for the snapshot's stack", new="; ".join(diffs),
-                     why="built for another torch/CUDA/GPU: its entries will not be reused")
+        yield Change(
+            severity="warning",
+            area="caches",
+            subject=label,
+            old="built for the snapshot's stack",
+            new="; ".join(diffs),
+            why="built for another torch/CUDA/GPU: its entries will not be reused",
+        )
 
 
 def _packages(old: Snapshot, new: Snapshot, covered: set[str]) -> Iterator[Change]:
@@ -365,42 +523,76 @@ def _packages(old: Snapshot, new: Snapshot, covered: set[str]) -> Iterator[Chang
         yield _removed_change(removed)
 
 
-def _group_change(group: grouping.InstallGroup, before: dict[str, str],
-                  real: dict[str, str]) -> Change:
+def _group_change(
+    group: grouping.InstallGroup, before: dict[str, str], real: dict[str, str]
+) -> Change:
     """``real`` holds torch-family versions as their version.py says (2.11.0+cu130)."""
     members = tuple(
-        f"~ {d.name} {before[d.name]} → {real.get(d.name, d.version)}" if d.name in before
-        else f"+ {d.name} {real.get(d.name, d.version)}" for d in group.members)
+        f"~ {d.name} {before[d.name]} → {real.get(d.name, d.version)}"
+        if d.name in before
+        else f"+ {d.name} {real.get(d.name, d.version)}"
+        for d in group.members
+    )
     n_added = sum(m.startswith("+") for m in members)
     n_changed = len(members) - n_added
     if len(members) == 1:
         d = group.members[0]
         if n_changed:
-            return Change(severity="warning", area="packages", subject=d.name,
-                          old=before[d.name], new=d.version,
-                          why=f"{_bump(before[d.name], d.version)} of a package on the "
-                              "import path")
-        return Change(severity="warning", area="packages", subject=d.name, old="absent",
-                      new=d.version, why="new package on the import path")
-    parts = [f"{n_added} packages added" if n_added else "",
-             f"{n_changed} changed" if n_changed else ""]
+            return Change(
+                severity="warning",
+                area="packages",
+                subject=d.name,
+                old=before[d.name],
+                new=d.version,
+                why=f"{_bump(before[d.name], d.version)} of a package on the import path",
+            )
+        return Change(
+            severity="warning",
+            area="packages",
+            subject=d.name,
+            old="absent",
+            new=d.version,
+            why="new package on the import path",
+        )
+    parts = [
+        f"{n_added} packages added" if n_added else "",
+        f"{n_changed} changed" if n_changed else "",
+    ]
     text = " and ".join(p for p in parts if p)
     root = f", with {group.root.name} {group.root.version}" if group.root else ""
     when = f" at {group.installed_at}" if group.installed_at else ""
-    return Change(severity="warning", area="packages", subject=f"{len(members)} packages",
-                  old="", new=f"{len(members)} packages", members=members,
-                  why=f"{text} together{root}{when}")
+    return Change(
+        severity="warning",
+        area="packages",
+        subject=f"{len(members)} packages",
+        old="",
+        new=f"{len(members)} packages",
+        members=members,
+        why=f"{text} together{root}{when}",
+    )
 
 
 def _removed_change(removed: list[Distribution]) -> Change:
     members = tuple(f"- {d.name} {d.version}" for d in removed)
     if len(removed) == 1:
         d = removed[0]
-        return Change(severity="warning", area="packages", subject=d.name, old=d.version,
-                      new="absent", why="removed: code that imports it fails")
-    return Change(severity="warning", area="packages", subject=f"{len(removed)} packages",
-                  old=f"{len(removed)} packages", new="absent", members=members,
-                  why=f"{len(removed)} packages removed: code that imports them fails")
+        return Change(
+            severity="warning",
+            area="packages",
+            subject=d.name,
+            old=d.version,
+            new="absent",
+            why="removed: code that imports it fails",
+        )
+    return Change(
+        severity="warning",
+        area="packages",
+        subject=f"{len(removed)} packages",
+        old=f"{len(removed)} packages",
+        new="absent",
+        members=members,
+        why=f"{len(removed)} packages removed: code that imports them fails",
+    )
 
 
 def _bump(old: str, new: str) -> str:
@@ -432,15 +624,25 @@ def _environ(old: Snapshot, new: Snapshot) -> Iterator[Change]:
             continue
         why = next((w for prefix, w in _ENV_WHY if name.startswith(prefix)), "")
         installer = name.startswith(("UV_", "PIP_")) or name in ("VIRTUAL_ENV", "CONDA_PREFIX")
-        yield Change(severity="info" if installer or not why else "warning", area="env",
-                     subject=name, old=a.get(name, "unset"), new=b.get(name, "unset"),
-                     why=why or "installer or shell setting; does not change a running job")
+        yield Change(
+            severity="info" if installer or not why else "warning",
+            area="env",
+            subject=name,
+            old=a.get(name, "unset"),
+            new=b.get(name, "unset"),
+            why=why or "installer or shell setting; does not change a running job",
+        )
 
 
 def _host(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     a, b = old.host.to_dict(), new.host.to_dict()
     for key in sorted(set(a) | set(b)):
         if a.get(key) != b.get(key):
-            yield Change(severity="info", area="host", subject=key.replace("_", " "),
-                         old=str(a.get(key, "")), new=str(b.get(key, "")),
-                         why="host facts; compare when the same job runs differently on nodes")
+            yield Change(
+                severity="info",
+                area="host",
+                subject=key.replace("_", " "),
+                old=str(a.get(key, "")),
+                new=str(b.get(key, "")),
+                why="host facts; compare when the same job runs differently on nodes",
+            )

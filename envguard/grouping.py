@@ -27,7 +27,7 @@ class InstallGroup:
 
 
 def requirement_names(dist: Distribution) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for text in dist.requires:
         try:
             names.add(canonicalize_name(Requirement(text).name))
@@ -36,8 +36,9 @@ def requirement_names(dist: Distribution) -> set[str]:
     return names
 
 
-def install_groups(added: Iterable[Distribution], changed: Iterable[Distribution],
-                   window: float = WINDOW_SECONDS) -> list[InstallGroup]:
+def install_groups(
+    added: Iterable[Distribution], changed: Iterable[Distribution], window: float = WINDOW_SECONDS
+) -> list[InstallGroup]:
     """Cluster ``added`` and ``changed`` (their new side) by install time, oldest first."""
     members = sorted([*added, *changed], key=lambda d: (d.installed_at, d.name))
     clusters: list[list[Distribution]] = []
@@ -61,8 +62,11 @@ def _seconds(stamp: str) -> float | None:
 
 def _group(members: Sequence[Distribution]) -> InstallGroup:
     ordered = tuple(sorted(members, key=lambda d: d.name))
-    return InstallGroup(members=ordered, root=_root(ordered),
-                        installed_at=members[0].installed_at.replace("T", " ").rstrip("Z"))
+    return InstallGroup(
+        members=ordered,
+        root=_root(ordered),
+        installed_at=members[0].installed_at.replace("T", " ").rstrip("Z"),
+    )
 
 
 def _root(members: Sequence[Distribution]) -> Distribution | None:

@@ -65,7 +65,8 @@ def loads(data: bytes, source: str = "lockfile") -> Snapshot:
     if schema > SCHEMA:
         raise LockfileError(
             f"{source}: written with lockfile schema {schema}, this envguard reads up to "
-            f"{SCHEMA}; upgrade envguard")
+            f"{SCHEMA}; upgrade envguard"
+        )
     if schema < 1:
         raise LockfileError(f"{source}: schema {schema} is not a valid lockfile schema")
     try:

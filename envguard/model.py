@@ -26,11 +26,12 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in dataclasses.fields(self):  # type: ignore[arg-type,unused-ignore]
             value = _encode(getattr(self, f.name))
             # TOML has no null, and an empty table or list with a default says nothing.
             has_default = f.default is not dataclasses.MISSING or (
-                f.default_factory is not dataclasses.MISSING)
+                f.default_factory is not dataclasses.MISSING
+            )
             if value is None or (has_default and value in ([], {})):
                 continue
             out[f.name] = value
@@ -62,7 +63,7 @@ def _fail(path: str, expected: str, got: Any) -> LockfileError:
 _SCALARS: dict[type, str] = {str: "a string", bool: "true or false", int: "an integer"}
 
 
-def _decode(tp: Any, data: Any, path: str) -> Any:  # noqa: C901 - one branch per type form
+def _decode(tp: Any, data: Any, path: str) -> Any:
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
@@ -95,7 +96,7 @@ def _decode_record(cls: type[Record], data: Any, path: str) -> Record:
     if not isinstance(data, dict):
         raise _fail(path, "a table", data)
     hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
-    known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type,unused-ignore]
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise LockfileError(f"{path}.{unknown[0]}: unknown field")

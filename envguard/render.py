@@ -31,8 +31,14 @@ def console(stderr: bool = False) -> Console:
 
 def envelope(kind: str, result: Any, exit_code: int) -> str:
     """The versioned JSON document every ``--json`` prints; its keys are pinned by a test."""
-    doc = {"schema": JSON_SCHEMA, "tool": "envguard", "version": __version__, "kind": kind,
-           "exit_code": exit_code, "result": result}
+    doc = {
+        "schema": JSON_SCHEMA,
+        "tool": "envguard",
+        "version": __version__,
+        "kind": kind,
+        "exit_code": exit_code,
+        "result": result,
+    }
     return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
@@ -46,9 +52,14 @@ def progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
     if not enabled:
         yield lambda phase, done, total: None
         return
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
-                   "{task.total}"), TimeElapsedColumn(), console=console(stderr=True),
-                   transient=True)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console(stderr=True),
+        transient=True,
+    )
     tasks: dict[str, Any] = {}
 
     def update(phase: str, done: int, total: int) -> None:
@@ -63,8 +74,10 @@ def progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
 def snapshot_summary(snap: Snapshot, written_to: str) -> None:
     out = console()
     torch = snap.torch.version if snap.torch else "no torch"
-    out.print(f"[bold]Snapshot[/] of {escape(snap.venv.path)} → [bold]{escape(written_to)}[/]: "
-              f"Python {snap.python.version}, {len(snap.packages)} distributions, {torch}")
+    out.print(
+        f"[bold]Snapshot[/] of {escape(snap.venv.path)} → [bold]{escape(written_to)}[/]: "
+        f"Python {snap.python.version}, {len(snap.packages)} distributions, {torch}"
+    )
     table = Table(show_header=True, header_style="bold")
     table.add_column("what")
     table.add_column("recorded")
@@ -78,8 +91,13 @@ def _facts(snap: Snapshot) -> Iterator[tuple[str, str]]:
     yield "Python", f"{snap.python.implementation} {snap.python.version} ({snap.python.abi})"
     if snap.torch:
         t = snap.torch
-        yield "torch", (f"{t.version} from {t.index_url} (read from {t.source}"
-                        f"{', git ' + t.git_version[:7] if t.git_version else ''})")
+        yield (
+            "torch",
+            (
+                f"{t.version} from {t.index_url} (read from {t.source}"
+                f"{', git ' + t.git_version[:7] if t.git_version else ''})"
+            ),
+        )
     for b in snap.torch_family:
         yield b.name, b.version
     cuda = snap.cuda
@@ -92,16 +110,25 @@ def _facts(snap: Snapshot) -> Iterator[tuple[str, str]]:
     if libs:
         yield "key libraries", libs
     for c in snap.caches:
-        state = (f"{c.entries} entries, {c.files} files, {human_bytes(c.bytes)}" if c.exists
-                 else "absent")
+        state = (
+            f"{c.entries} entries, {c.files} files, {human_bytes(c.bytes)}"
+            if c.exists
+            else "absent"
+        )
         yield f"{c.kind} cache", f"{c.path}: {state}"
     if snap.code:
         code = snap.code
         dirty = f"dirty, {len(code.changed)} files" if code.dirty else "clean"
-        yield "code", f"{code.root} @ {code.head[:12] or '(no commits)'} {code.branch or ''} ({dirty})"
+        yield (
+            "code",
+            f"{code.root} @ {code.head[:12] or '(no commits)'} {code.branch or ''} ({dirty})",
+        )
     yield "env vars", f"{len(snap.environ)} training-relevant"
     host = snap.host
-    yield "host", f"{host.hostname}, {host.os}, {host.cpu_count} CPUs, {human_bytes(host.memory_bytes)}"
+    yield (
+        "host",
+        f"{host.hostname}, {host.os}, {host.cpu_count} CPUs, {human_bytes(host.memory_bytes)}",
+    )
 
 
 def _print_notes(out: Console, notes: tuple[str, ...]) -> None:
@@ -125,8 +152,14 @@ def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: b
     for col in ("severity", "area", "what", "was", "now", "why it matters"):
         table.add_column(col, overflow="fold")
     for c in report.changes:
-        table.add_row(f"[{_STYLE[c.severity]}]{c.severity}[/]", c.area, escape(c.subject),
-                      escape(c.old), escape(c.new), escape(c.why))
+        table.add_row(
+            f"[{_STYLE[c.severity]}]{c.severity}[/]",
+            c.area,
+            escape(c.subject),
+            escape(c.old),
+            escape(c.new),
+            escape(c.why),
+        )
         if expand and c.members:
             table.add_row("", "", "", "", "", escape("\n".join(c.members)))
     out.print(table)

@@ -33,12 +33,19 @@ def take(
     step("distributions", 0, 1)
     dists, warnings = distributions.scan(found.site_packages)
     by_name = {d.name: d for d in dists}
-    builds = {n: torch.probe(found.site_packages, by_name[n])
-              for n in ("torch", *torch.FAMILY) if n in by_name}
+    builds = {
+        n: torch.probe(found.site_packages, by_name[n])
+        for n in ("torch", *torch.FAMILY)
+        if n in by_name
+    }
     step("CUDA stack", 0, 1)
     torch_build = builds.pop("torch", None)
-    stack, cuda_warnings = cuda.probe(found.site_packages, dists, system_roots=system_roots,
-                                      torch_cuda=torch_build.cuda if torch_build else None)
+    stack, cuda_warnings = cuda.probe(
+        found.site_packages,
+        dists,
+        system_roots=system_roots,
+        torch_cuda=torch_build.cuda if torch_build else None,
+    )
     gpus = gpu.probe()
     compat = CacheCompat(
         torch=torch_build.version if torch_build else None,
@@ -71,8 +78,13 @@ def take(
     )
 
 
-def _caches(env: Mapping[str, str], extra: Iterable[Path], defaults: bool, compat: CacheCompat,
-            step: Progress) -> tuple[tuple[CompileCache, ...], tuple[str, ...]]:
+def _caches(
+    env: Mapping[str, str],
+    extra: Iterable[Path],
+    defaults: bool,
+    compat: CacheCompat,
+    step: Progress,
+) -> tuple[tuple[CompileCache, ...], tuple[str, ...]]:
     wanted: list[tuple[str, Path]] = []
     if defaults:
         wanted.extend(caches.default_paths(env).items())
@@ -81,11 +93,14 @@ def _caches(env: Mapping[str, str], extra: Iterable[Path], defaults: bool, compa
         if path.absolute() not in seen:
             seen.add(path.absolute())
             wanted.append(("custom", path))
-    out, warnings = [], []
+    out: list[CompileCache] = []
+    warnings: list[str] = []
     for kind, path in wanted:
-        cache, warns = caches.probe(
-            kind, path, compat, progress=lambda d, t, k=kind: step(f"{k} cache", d, t))
+
+        def bar(done: int, total: int, label: str = f"{kind} cache") -> None:
+            step(label, done, total)
+
+        cache, warns = caches.probe(kind, path, compat, progress=bar)
         out.append(cache)
         warnings.extend(warns)
     return tuple(out), tuple(warnings)
-

@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / (
-    "cuda-h200-torch2.11-cu130")
+FIXTURES = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "fixtures"
+    / ("cuda-h200-torch2.11-cu130")
+)
 
 
 def uv_bin() -> str:
@@ -35,22 +39,33 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 
 
 def make_venv(path: Path) -> Path:
-    subprocess.run([uv_bin(), "venv", "--quiet", "--python", sys.executable, str(path)],
-                   check=True)
+    subprocess.run([uv_bin(), "venv", "--quiet", "--python", sys.executable, str(path)], check=True)
     return path
 
 
 def uv_install(venv: Path, wheelhouse: Path, *reqs: str) -> None:
     subprocess.run(
-        [uv_bin(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
-         "--offline", "--no-index", "--find-links", str(wheelhouse), *reqs],
+        [
+            uv_bin(),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--offline",
+            "--no-index",
+            "--find-links",
+            str(wheelhouse),
+            *reqs,
+        ],
         check=True,
     )
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 @pytest.fixture

@@ -12,18 +12,40 @@ N_SGLANG_DEPS = 46
 
 
 def known_good(house: Path) -> list[str]:
-    build_wheel(house, "nvidia-cuda-runtime-cu12", "12.8.90",
-                files={"nvidia/cuda_runtime/include/cuda_runtime_api.h": cudart_header(12080)})
-    build_wheel(house, "nvidia-cudnn-cu12", "9.10.2.21",
-                files={"nvidia/cudnn/include/cudnn_version.h": cudnn_header(9, 10, 2)})
-    build_wheel(house, "nvidia-nccl-cu12", "2.27.3",
-                files={"nvidia/nccl/include/nccl.h": nccl_header(2, 27, 3)})
+    build_wheel(
+        house,
+        "nvidia-cuda-runtime-cu12",
+        "12.8.90",
+        files={"nvidia/cuda_runtime/include/cuda_runtime_api.h": cudart_header(12080)},
+    )
+    build_wheel(
+        house,
+        "nvidia-cudnn-cu12",
+        "9.10.2.21",
+        files={"nvidia/cudnn/include/cudnn_version.h": cudnn_header(9, 10, 2)},
+    )
+    build_wheel(
+        house,
+        "nvidia-nccl-cu12",
+        "2.27.3",
+        files={"nvidia/nccl/include/nccl.h": nccl_header(2, 27, 3)},
+    )
     build_wheel(house, "triton", "3.6.0")
-    build_wheel(house, "torch", "2.11.0+cu128",
-                files={"torch/__init__.py": "", "torch/version.py": torch_version_py(
-                    "2.11.0+cu128", "12.8", GIT)},
-                requires=["nvidia-cuda-runtime-cu12==12.8.90", "nvidia-cudnn-cu12==9.10.2.21",
-                          "nvidia-nccl-cu12==2.27.3", "triton==3.6.0"])
+    build_wheel(
+        house,
+        "torch",
+        "2.11.0+cu128",
+        files={
+            "torch/__init__.py": "",
+            "torch/version.py": torch_version_py("2.11.0+cu128", "12.8", GIT),
+        },
+        requires=[
+            "nvidia-cuda-runtime-cu12==12.8.90",
+            "nvidia-cudnn-cu12==9.10.2.21",
+            "nvidia-nccl-cu12==2.27.3",
+            "triton==3.6.0",
+        ],
+    )
     build_wheel(house, "tokenizers", "0.22.1")
     build_wheel(house, "numpy", "2.3.0")
     build_wheel(house, "transformers", "5.6.0", requires=["tokenizers>=0.22", "numpy"])
@@ -31,27 +53,50 @@ def known_good(house: Path) -> list[str]:
 
 
 def sglang_install(house: Path) -> list[str]:
-    build_wheel(house, "nvidia-cuda-runtime", "13.0.96",
-                files={"nvidia/cu13/include/cuda_runtime_api.h": cudart_header(13000)})
-    build_wheel(house, "nvidia-cudnn-cu13", "9.19.0.56",
-                files={"nvidia/cudnn/include/cudnn_version.h": cudnn_header(9, 19, 0)})
-    build_wheel(house, "nvidia-nccl-cu13", "2.28.9",
-                files={"nvidia/nccl/include/nccl.h": nccl_header(2, 28, 9)})
+    build_wheel(
+        house,
+        "nvidia-cuda-runtime",
+        "13.0.96",
+        files={"nvidia/cu13/include/cuda_runtime_api.h": cudart_header(13000)},
+    )
+    build_wheel(
+        house,
+        "nvidia-cudnn-cu13",
+        "9.19.0.56",
+        files={"nvidia/cudnn/include/cudnn_version.h": cudnn_header(9, 19, 0)},
+    )
+    build_wheel(
+        house,
+        "nvidia-nccl-cu13",
+        "2.28.9",
+        files={"nvidia/nccl/include/nccl.h": nccl_header(2, 28, 9)},
+    )
     build_wheel(house, "triton", "3.6.0")
     # PyPI's torch: METADATA says 2.11.0, only version.py knows it is the cu130 build.
-    build_wheel(house, "torch", "2.11.0+cu130", metadata_version="2.11.0",
-                files={"torch/__init__.py": "", "torch/version.py": torch_version_py(
-                    "2.11.0+cu130", "13.0", GIT)},
-                requires=["nvidia-cuda-runtime==13.0.96", "nvidia-cudnn-cu13==9.19.0.56",
-                          "nvidia-nccl-cu13==2.28.9", "triton==3.6.0"])
+    build_wheel(
+        house,
+        "torch",
+        "2.11.0+cu130",
+        metadata_version="2.11.0",
+        files={
+            "torch/__init__.py": "",
+            "torch/version.py": torch_version_py("2.11.0+cu130", "13.0", GIT),
+        },
+        requires=[
+            "nvidia-cuda-runtime==13.0.96",
+            "nvidia-cudnn-cu13==9.19.0.56",
+            "nvidia-nccl-cu13==2.28.9",
+            "triton==3.6.0",
+        ],
+    )
     build_wheel(house, "tokenizers", "0.22.1")
     build_wheel(house, "numpy", "2.3.0")
     build_wheel(house, "transformers", "5.8.1", requires=["tokenizers>=0.22", "numpy"])
     deps = [f"sgl-dep-{i:02d}" for i in range(N_SGLANG_DEPS)]
     for i, dep in enumerate(deps):
         # a few chains, so that only sglang is a root of the group
-        build_wheel(house, dep, "1.0", requires=[deps[i + 1]] if i % 5 == 0 and i + 1 < len(
-            deps) else [])
-    build_wheel(house, "sglang", "0.5.23",
-                requires=["torch==2.11.0", "transformers==5.8.1", *deps])
+        build_wheel(
+            house, dep, "1.0", requires=[deps[i + 1]] if i % 5 == 0 and i + 1 < len(deps) else []
+        )
+    build_wheel(house, "sglang", "0.5.23", requires=["torch==2.11.0", "transformers==5.8.1", *deps])
     return ["sglang==0.5.23"]

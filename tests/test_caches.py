@@ -76,8 +76,11 @@ def test_warm_fingerprint_reads_no_content(inductor_cache: Path, monkeypatch) ->
 
 def test_unreadable_file_is_reported_not_fatal(inductor_cache: Path, monkeypatch) -> None:
     real_hash = caches._hash
-    monkeypatch.setattr(caches, "_hash", lambda root, e: None if e.rel.endswith(
-        ".best_config") else real_hash(root, e))
+    monkeypatch.setattr(
+        caches,
+        "_hash",
+        lambda root, e: None if e.rel.endswith(".best_config") else real_hash(root, e),
+    )
     cache, warnings = caches.probe("inductor", inductor_cache, COMPAT)
     assert cache.unreadable == 3 and cache.files == 105
     assert "3 unreadable" in warnings[0]

@@ -13,11 +13,18 @@ from tests.conftest import make_venv, uv_install
 from tests.wheels import build_wheel
 
 
-def envguard(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-             ) -> subprocess.CompletedProcess[str]:
+def envguard(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "envguard", *args], capture_output=True,
-                          text=True, cwd=cwd, env=full_env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "envguard", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -53,8 +60,12 @@ def test_snapshot_then_clean_diff_then_drift(tmp_path: Path, venv: Path, repo: P
     assert first.startswith("Drift: 1 warning since train")
     assert "numpy" in drifted.stdout and "2.3.0" in drifted.stdout
     assert "\x1b[" not in drifted.stdout  # NO_COLOR
-    assert envguard("diff", str(lock), "--venv", str(venv), "--fail-on", "critical",
-                    cwd=repo).returncode == 0
+    assert (
+        envguard(
+            "diff", str(lock), "--venv", str(venv), "--fail-on", "critical", cwd=repo
+        ).returncode
+        == 0
+    )
 
 
 def test_diff_defaults_to_the_venvs_lockfile(venv: Path, repo: Path) -> None:
@@ -81,14 +92,18 @@ def test_diff_of_two_lockfiles_json_envelope(tmp_path: Path, venv: Path, repo: P
     assert "+print('patched')" in shown.stdout
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (None, "no such lockfile"),
-    (b"", "empty file"),
-    (b"garbage \x00\x01", "not valid TOML"),
-    (b"schema = 7\n", "upgrade envguard"),
-])
-def test_bad_lockfile_is_one_line_exit_2(tmp_path: Path, venv: Path, content: bytes | None,
-                                         message: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such lockfile"),
+        (b"", "empty file"),
+        (b"garbage \x00\x01", "not valid TOML"),
+        (b"schema = 7\n", "upgrade envguard"),
+    ],
+)
+def test_bad_lockfile_is_one_line_exit_2(
+    tmp_path: Path, venv: Path, content: bytes | None, message: str
+) -> None:
     lock = tmp_path / "x.envguard.toml"
     if content is not None:
         lock.write_bytes(content)
@@ -102,8 +117,9 @@ def test_bad_lockfile_is_one_line_exit_2(tmp_path: Path, venv: Path, content: by
 def test_not_a_venv_and_not_a_repo(tmp_path: Path, venv: Path) -> None:
     done = envguard("snapshot", "--venv", str(tmp_path))
     assert done.returncode == 2 and "not a venv" in done.stderr and "Traceback" not in done.stderr
-    done = envguard("snapshot", "--venv", str(venv), "--repo", str(tmp_path), "-o",
-                    str(tmp_path / "o.toml"))
+    done = envguard(
+        "snapshot", "--venv", str(venv), "--repo", str(tmp_path), "-o", str(tmp_path / "o.toml")
+    )
     assert done.returncode == 2 and "not inside a git repository" in done.stderr
     assert not (tmp_path / "o.toml").exists()  # no half-written lockfile
     no_default = envguard("snapshot", cwd=tmp_path, env={"VIRTUAL_ENV": ""})
@@ -111,8 +127,9 @@ def test_not_a_venv_and_not_a_repo(tmp_path: Path, venv: Path) -> None:
 
 
 def test_snapshot_json(tmp_path: Path, venv: Path) -> None:
-    done = envguard("snapshot", "--venv", str(venv), "-o", str(tmp_path / "s.toml"), "--json",
-                    cwd=tmp_path)
+    done = envguard(
+        "snapshot", "--venv", str(venv), "-o", str(tmp_path / "s.toml"), "--json", cwd=tmp_path
+    )
     doc = json.loads(done.stdout)
     assert doc["kind"] == "snapshot" and doc["result"]["lockfile"] == str(tmp_path / "s.toml")
     assert doc["result"]["packages"][0]["name"] == "numpy"
@@ -125,6 +142,7 @@ def test_secret_never_reaches_terminal_or_lockfile(tmp_path: Path, venv: Path) -
     done = envguard("snapshot", "--venv", str(venv), "-o", str(out), cwd=tmp_path, env=env)
     assert done.returncode == 0
     assert secret not in done.stdout + done.stderr + out.read_text()
-    shown = envguard("diff", str(out), "--venv", str(venv), "--json", cwd=tmp_path,
-                     env={"HF_TOKEN": "other"})
+    shown = envguard(
+        "diff", str(out), "--venv", str(venv), "--json", cwd=tmp_path, env={"HF_TOKEN": "other"}
+    )
     assert secret not in shown.stdout + shown.stderr

@@ -25,7 +25,9 @@ def test_clean_repo(repo: Path) -> None:
 
 
 def test_dirty_patch_is_byte_exact_and_applies(repo: Path, tmp_path: Path) -> None:
-    (repo / "dflash_model.py").write_text("def forward(x):\n    return x * 2\n# no newline", )
+    (repo / "dflash_model.py").write_text(
+        "def forward(x):\n    return x * 2\n# no newline",
+    )
     (repo / "weights.bin").write_bytes(bytes(range(256)) * 4)
     git(repo, "add", "weights.bin")  # a binary file, staged
     (repo / "latin1.py").write_bytes("# caf\xe9\n".encode("latin-1"))
@@ -56,8 +58,9 @@ def test_utf8_patch_kept_as_text_with_per_file_sections(repo: Path, tmp_path: Pa
 
 
 def test_secret_in_patch_and_untracked_is_redacted(repo: Path) -> None:
-    (repo / "train.py").write_text('import os\nWANDB_API_KEY = "abcdef0123456789abcdef"\n'
-                                   "token_count = 5\n")
+    (repo / "train.py").write_text(
+        'import os\nWANDB_API_KEY = "abcdef0123456789abcdef"\ntoken_count = 5\n'
+    )
     (repo / "notes.txt").write_text("HF_TOKEN=hf_abcdefghijklmnop\nlr=3e-4\n")
     (repo / ".env").write_text("OPENAI_API_KEY=sk-zzzzzzzzzzzz\n")
     state, warnings = code.probe(repo, required=True)

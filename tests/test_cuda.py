@@ -22,21 +22,32 @@ H200_SITE = {
     "nvidia/cudnn/include/cudnn_version.h": cudnn_header(9, 19, 0),
     "nvidia/nccl/include/nccl.h": nccl_header(2, 28, 9),
 }
-H200_WHEELS = [Distribution(name="nvidia-cuda-runtime", version="13.0.96"),
-               Distribution(name="nvidia-cudnn-cu13", version="9.19.0.56"),
-               Distribution(name="nvidia-nccl-cu13", version="2.28.9"),
-               Distribution(name="numpy", version="2.3.0")]
+H200_WHEELS = [
+    Distribution(name="nvidia-cuda-runtime", version="13.0.96"),
+    Distribution(name="nvidia-cudnn-cu13", version="9.19.0.56"),
+    Distribution(name="nvidia-nccl-cu13", version="2.28.9"),
+    Distribution(name="numpy", version="2.3.0"),
+]
 
 
 def test_reads_the_wheel_headers_torch_loads(tmp_path: Path) -> None:
-    stack, warnings = cuda.probe(_site(tmp_path / "site", H200_SITE), H200_WHEELS,
-                                 torch_cuda="13.0", system_roots=())
+    stack, warnings = cuda.probe(
+        _site(tmp_path / "site", H200_SITE), H200_WHEELS, torch_cuda="13.0", system_roots=()
+    )
     assert stack.runtime and (stack.runtime.version, stack.runtime.wheel) == (
-        "13.0", "nvidia-cuda-runtime")
-    assert stack.cudnn and (stack.cudnn.version, stack.cudnn.wheel) == ("9.19.0", "nvidia-cudnn-cu13")
+        "13.0",
+        "nvidia-cuda-runtime",
+    )
+    assert stack.cudnn and (stack.cudnn.version, stack.cudnn.wheel) == (
+        "9.19.0",
+        "nvidia-cudnn-cu13",
+    )
     assert stack.nccl and stack.nccl.version == "2.28.9"
-    assert stack.wheels == {"nvidia-cuda-runtime": "13.0.96", "nvidia-cudnn-cu13": "9.19.0.56",
-                            "nvidia-nccl-cu13": "2.28.9"}
+    assert stack.wheels == {
+        "nvidia-cuda-runtime": "13.0.96",
+        "nvidia-cudnn-cu13": "9.19.0.56",
+        "nvidia-nccl-cu13": "2.28.9",
+    }
     assert warnings == ()
 
 
@@ -46,8 +57,12 @@ def test_flags_a_system_cudnn_that_differs(tmp_path: Path) -> None:
     libdir = system / "lib" / "x86_64-linux-gnu"
     libdir.mkdir(parents=True)
     (libdir / "libcudnn.so.9.14.0").write_bytes(b"")
-    stack, warnings = cuda.probe(_site(tmp_path / "site", H200_SITE), H200_WHEELS,
-                                 torch_cuda="13.0", system_roots=[str(system)])
+    stack, warnings = cuda.probe(
+        _site(tmp_path / "site", H200_SITE),
+        H200_WHEELS,
+        torch_cuda="13.0",
+        system_roots=[str(system)],
+    )
     assert [lib.version for lib in stack.system] == ["9.14.0"]
     assert len(warnings) == 1
     assert "system cuDNN 9.14.0" in warnings[0] and "cuDNN 9.19.0 torch loads" in warnings[0]
@@ -57,25 +72,34 @@ def test_same_release_is_not_flagged(tmp_path: Path) -> None:
     system = tmp_path / "cuda"
     system.mkdir()
     (system / "version.json").write_text('{"cuda": {"version": "13.0.88"}}')
-    _, warnings = cuda.probe(_site(tmp_path / "site", H200_SITE), H200_WHEELS, torch_cuda="13.0",
-                             system_roots=[str(system)])
+    _, warnings = cuda.probe(
+        _site(tmp_path / "site", H200_SITE),
+        H200_WHEELS,
+        torch_cuda="13.0",
+        system_roots=[str(system)],
+    )
     assert warnings == ()
 
 
 def test_cu12_and_cu13_side_by_side_follow_torch(tmp_path: Path) -> None:
-    site = _site(tmp_path, {**H200_SITE,
-                            "nvidia/cuda_runtime/include/cuda_runtime_api.h": cudart_header(12080)})
+    site = _site(
+        tmp_path,
+        {**H200_SITE, "nvidia/cuda_runtime/include/cuda_runtime_api.h": cudart_header(12080)},
+    )
     dists = [*H200_WHEELS, Distribution(name="nvidia-cuda-runtime-cu12", version="12.8.90")]
     old, _ = cuda.probe(site, dists, torch_cuda="12.8", system_roots=())
     new, _ = cuda.probe(site, dists, torch_cuda="13.0", system_roots=())
     assert old.runtime and (old.runtime.version, old.runtime.wheel) == (
-        "12.8", "nvidia-cuda-runtime-cu12")
+        "12.8",
+        "nvidia-cuda-runtime-cu12",
+    )
     assert new.runtime and new.runtime.version == "13.0"
 
 
 def test_no_cuda_at_all(tmp_path: Path) -> None:
     stack, warnings = cuda.probe(tmp_path, [], system_roots=())
     assert (stack.runtime, stack.cudnn, stack.nccl, stack.wheels) == (None, None, None, {})
+    assert warnings == ()
 
 
 @given(major=st.integers(9, 14), minor=st.integers(0, 9))

@@ -57,8 +57,11 @@ def test_egg_info_and_editable_direct_url(tmp_path: Path) -> None:
     info = site / "mytrain-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mytrain\nVersion: 0.1\n")
-    (info / "direct_url.json").write_text(json.dumps(
-        {"url": "https://user:s3cr3t@git.example.com/x.git", "dir_info": {"editable": True}}))
+    (info / "direct_url.json").write_text(
+        json.dumps(
+            {"url": "https://user:s3cr3t@git.example.com/x.git", "dir_info": {"editable": True}}
+        )
+    )
     dists, _ = distributions.scan(site)
     by_name = {d.name: d for d in dists}
     assert by_name["legacy-pkg"].format == "egg-info" and by_name["legacy-pkg"].version == "0.9"

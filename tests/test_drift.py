@@ -24,8 +24,10 @@ def test_variant_swap_same_source() -> None:
     new = base(torch=torch_build("2.11.0+cu130", "13.0"))
     c = _only(drift.compare(base(), new), "torch")
     assert c.severity == "critical"
-    assert c.why == ("same source (git 70d99e9), CUDA build 12.8 → 13.0; compiled kernels in "
-                     "the Inductor cache will not be reused")
+    assert c.why == (
+        "same source (git 70d99e9), CUDA build 12.8 → 13.0; compiled kernels in "
+        "the Inductor cache will not be reused"
+    )
 
 
 def test_new_release_other_source() -> None:
@@ -39,8 +41,9 @@ def test_torch_removed() -> None:
     assert (c.severity, c.new) == ("critical", "absent")
 
 
-@pytest.mark.parametrize(("old", "new", "severity"), [
-    ("3.12.3", "3.12.8", "warning"), ("3.12.3", "3.13.0", "critical")])
+@pytest.mark.parametrize(
+    ("old", "new", "severity"), [("3.12.3", "3.12.8", "warning"), ("3.12.3", "3.13.0", "critical")]
+)
 def test_python(old: str, new: str, severity: str) -> None:
     py = base().python
     a = base(python=dataclasses.replace(py, version=old))
@@ -48,10 +51,17 @@ def test_python(old: str, new: str, severity: str) -> None:
     assert _only(drift.compare(a, b), "Python").severity == severity
 
 
-@pytest.mark.parametrize(("part", "new", "severity"), [
-    ("runtime", "13.0", "critical"), ("runtime", "12.9", "warning"),
-    ("cudnn", "10.0.0", "critical"), ("cudnn", "9.19.0", "warning"),
-    ("nccl", "2.28.9", "warning"), ("nccl", "3.0.0", "critical")])
+@pytest.mark.parametrize(
+    ("part", "new", "severity"),
+    [
+        ("runtime", "13.0", "critical"),
+        ("runtime", "12.9", "warning"),
+        ("cudnn", "10.0.0", "critical"),
+        ("cudnn", "9.19.0", "warning"),
+        ("nccl", "2.28.9", "warning"),
+        ("nccl", "3.0.0", "critical"),
+    ],
+)
 def test_cuda_major_is_critical(part: str, new: str, severity: str) -> None:
     lib = getattr(base().cuda, part)
     cuda = dataclasses.replace(base().cuda, **{part: dataclasses.replace(lib, version=new)})
@@ -60,9 +70,14 @@ def test_cuda_major_is_critical(part: str, new: str, severity: str) -> None:
 
 
 def test_key_library_is_a_warning_with_a_reason() -> None:
-    new = base(key_libraries={"torch": "2.11.0+cu128", "transformers": "5.8.1"},
-               packages=(dist("torch", "2.11.0+cu128"), dist("transformers", "5.8.1"),
-                         dist("numpy", "2.3.0")))
+    new = base(
+        key_libraries={"torch": "2.11.0+cu128", "transformers": "5.8.1"},
+        packages=(
+            dist("torch", "2.11.0+cu128"),
+            dist("transformers", "5.8.1"),
+            dist("numpy", "2.3.0"),
+        ),
+    )
     report = drift.compare(base(), new)
     c = _only(report, "transformers")
     assert (c.severity, c.old, c.new) == ("warning", "5.6.0", "5.8.1")
@@ -75,8 +90,10 @@ def test_packages_added_together_are_grouped_under_their_root() -> None:
     deps = tuple(dist(f"dep-{i}", "1.0", at=t.format(i)) for i in range(5))
     sglang = dist("sglang", "0.5.23", at=t.format(9), requires=tuple(d.name for d in deps))
     late = dist("pytest", "9.0", at="2026-11-28T18:00:00Z")
-    new = base(packages=(*base().packages, *deps, sglang, late),
-               key_libraries={**base().key_libraries, "sglang": "0.5.23"})
+    new = base(
+        packages=(*base().packages, *deps, sglang, late),
+        key_libraries={**base().key_libraries, "sglang": "0.5.23"},
+    )
     report = drift.compare(base(), new)
     group = next(c for c in report.changes if c.members)
     assert group.why == "6 packages added together, with sglang 0.5.23 at 2026-11-28 14:02:00"
@@ -94,12 +111,15 @@ def test_removed_packages() -> None:
 def test_cache_cold_shrunk_grown_and_incompatible() -> None:
     cold = drift.compare(base(), base(caches=(inductor(entries=0, size=0),)))
     assert _only(cold, "Inductor cache").why == (
-        "Inductor cache 285 entries / 353 MB → gone: cold, the first steps will recompile")
-    shrunk = _only(drift.compare(base(), base(caches=(inductor(120, 100_000_000, "f2"),))),
-                   "Inductor cache")
+        "Inductor cache 285 entries / 353 MB → gone: cold, the first steps will recompile"
+    )
+    shrunk = _only(
+        drift.compare(base(), base(caches=(inductor(120, 100_000_000, "f2"),))), "Inductor cache"
+    )
     assert shrunk.severity == "warning" and "shrunk" in shrunk.why
-    grew = _only(drift.compare(base(), base(caches=(inductor(300, 360_000_000, "f3"),))),
-                 "Inductor cache")
+    grew = _only(
+        drift.compare(base(), base(caches=(inductor(300, 360_000_000, "f3"),))), "Inductor cache"
+    )
     assert grew.severity == "info"
     other = drift.compare(base(), base(caches=(inductor(torch="2.11.0+cu130", cuda="13.0"),)))
     c = _only(other, "Inductor cache")
@@ -110,22 +130,31 @@ def test_cache_cold_shrunk_grown_and_incompatible() -> None:
 def test_code_changes() -> None:
     code = base().code
     assert code is not None
-    dirty = dataclasses.replace(code, dirty=True, patch_sha256="p1", changed=(
-        ChangedFile(path="dflash_model.py", added=12, removed=0, sha256="s1"),))
+    dirty = dataclasses.replace(
+        code,
+        dirty=True,
+        patch_sha256="p1",
+        changed=(ChangedFile(path="dflash_model.py", added=12, removed=0, sha256="s1"),),
+    )
     report = drift.compare(base(), base(code=dirty))
     c = _only(report, "dflash_model.py")
     assert (c.severity, c.why) == (
-        "critical", "dflash_model.py has an uncommitted change not in the snapshot (+12 −0)")
+        "critical",
+        "dflash_model.py has an uncommitted change not in the snapshot (+12 −0)",
+    )
     back = _only(drift.compare(base(code=dirty), base()), "dflash_model.py")
     assert "is gone" in back.why
-    moved = _only(drift.compare(base(), base(code=dataclasses.replace(code, head="b" * 40))),
-                  "git HEAD")
+    moved = _only(
+        drift.compare(base(), base(code=dataclasses.replace(code, head="b" * 40))), "git HEAD"
+    )
     assert moved.severity == "critical" and moved.new == "bbbbbbbbbbbb on main"
 
 
 def test_env_vars_and_host() -> None:
-    new = base(environ={"NCCL_DEBUG": "INFO", "UV_INDEX_URL": "https://x"},
-               host=dataclasses.replace(base().host, hostname="gpu-02"))
+    new = base(
+        environ={"NCCL_DEBUG": "INFO", "UV_INDEX_URL": "https://x"},
+        host=dataclasses.replace(base().host, hostname="gpu-02"),
+    )
     report = drift.compare(base(), new)
     assert _only(report, "NCCL_DEBUG").severity == "warning"
     assert _only(report, "UV_INDEX_URL").severity == "info"
@@ -133,16 +162,22 @@ def test_env_vars_and_host() -> None:
 
 
 def test_gpu_and_driver() -> None:
-    h100 = GpuState(driver="570.1", source="nvml", gpus=(GpuInfo(
-        index=0, name="NVIDIA H100", uuid="GPU-9", compute_capability="9.0"),))
+    h100 = GpuState(
+        driver="570.1",
+        source="nvml",
+        gpus=(GpuInfo(index=0, name="NVIDIA H100", uuid="GPU-9", compute_capability="9.0"),),
+    )
     report = drift.compare(base(), base(gpu=h100))
     assert _only(report, "GPUs").severity == "warning"
     assert _only(report, "NVIDIA driver").old == "580.159.04"
 
 
 def test_ordering_and_fail_on() -> None:
-    new = base(torch=torch_build("2.11.0+cu130", "13.0"), environ={},
-               host=dataclasses.replace(base().host, hostname="gpu-02"))
+    new = base(
+        torch=torch_build("2.11.0+cu130", "13.0"),
+        environ={},
+        host=dataclasses.replace(base().host, hostname="gpu-02"),
+    )
     report = drift.compare(base(), new)
     assert [c.severity for c in report.changes] == ["critical", "warning", "info"]
     assert report.counts() == {"critical": 1, "warning": 1, "info": 1}

@@ -22,9 +22,25 @@ def _drift_the_venv(tmp_path: Path, venv: Path) -> None:
     # uv keeps an installed 2.11.0+cu128 for `torch==2.11.0`; sglang's pins in real life came
     # with a resolver that swapped it. --reinstall-package torch replays that swap.
     subprocess.run(
-        [uv_bin(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
-         "--offline", "--no-index", "--find-links", str(after), "--reinstall-package", "torch",
-         "torch==2.11.0", "transformers==5.8.1", *reqs], check=True)
+        [
+            uv_bin(),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--offline",
+            "--no-index",
+            "--find-links",
+            str(after),
+            "--reinstall-package",
+            "torch",
+            "torch==2.11.0",
+            "transformers==5.8.1",
+            *reqs,
+        ],
+        check=True,
+    )
 
 
 def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monkeypatch) -> None:
@@ -46,7 +62,8 @@ def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monke
     _drift_the_venv(tmp_path, venv)
     shutil.rmtree(inductor_cache)
     (repo / "dflash_model.py").write_text(
-        "def forward(x):\n    return x\n" + "".join(f"# experiment {i}\n" for i in range(12)))
+        "def forward(x):\n    return x\n" + "".join(f"# experiment {i}\n" for i in range(12))
+    )
 
     live = snapshot.take(venv, repo=repo, name="train")
     assert live.torch and live.torch.version == "2.11.0+cu130"
@@ -69,9 +86,12 @@ def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monke
     assert "~ torch 2.11.0+cu128 → 2.11.0+cu130" in group.members
     assert "+ sglang 0.5.23" in group.members
     cache = whys["Inductor cache"]
-    assert inductor.entries == 31  # 4 fxgraph + 2 aotautograd + 11 kernels + 11 modules + 3 autotune
+    assert (
+        inductor.entries == 31
+    )  # 4 fxgraph + 2 aotautograd + 11 kernels + 11 modules + 3 autotune
     assert cache.why == (
-        "Inductor cache 31 entries / 11.3 MB → gone: cold, the first steps will recompile")
+        "Inductor cache 31 entries / 11.3 MB → gone: cold, the first steps will recompile"
+    )
     code = whys["dflash_model.py"]
     assert code.severity == "critical"
     assert code.why == "dflash_model.py has an uncommitted change not in the snapshot (+12 −0)"
@@ -83,7 +103,11 @@ def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monke
     assert result.exit_code == 1, result.output
     doc = json.loads(result.output)
     assert {c["subject"] for c in doc["result"]["changes"]} >= {
-        "torch", "transformers", "Inductor cache", "dflash_model.py"}
+        "torch",
+        "transformers",
+        "Inductor cache",
+        "dflash_model.py",
+    }
 
 
 def test_pip_freeze_cannot_tell_the_builds_apart(tmp_path: Path) -> None:
@@ -92,8 +116,12 @@ def test_pip_freeze_cannot_tell_the_builds_apart(tmp_path: Path) -> None:
     house = tmp_path / "after"
     sglang_install(house)
     uv_install(venv, house, "torch==2.11.0")
-    freeze = subprocess.run([uv_bin(), "pip", "freeze", "--python", str(venv / "bin" / "python")],
-                            capture_output=True, text=True, check=True).stdout
+    freeze = subprocess.run(
+        [uv_bin(), "pip", "freeze", "--python", str(venv / "bin" / "python")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "torch==2.11.0\n" in freeze
     snap = snapshot.take(venv, default_caches=False)
     assert snap.torch and snap.torch.version == "2.11.0+cu130" and snap.torch.variant == "cu130"

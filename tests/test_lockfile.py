@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 from envguard import lockfile, snapshot
 from envguard.errors import LockfileError
 from envguard.model import (
-    CodeState, CompileCache, Distribution, GpuInfo, GpuState, HostInfo, PackageBuild, PythonInfo,
-    Snapshot, VenvInfo,
+    CodeState,
+    CompileCache,
+    Distribution,
+    GpuInfo,
+    GpuState,
+    HostInfo,
+    PackageBuild,
+    PythonInfo,
+    Snapshot,
+    VenvInfo,
 )  # fmt: skip
 from tests.conftest import make_venv, uv_install
 from tests.wheels import build_wheel
@@ -26,26 +34,59 @@ TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
 NAME = st.from_regex(r"[a-z][a-z0-9-]{0,15}", fullmatch=True)
 INT = st.integers(0, 2**62)
 
-DISTS = st.lists(st.builds(Distribution, name=NAME, version=TEXT, installer=TEXT,
-                           requested=st.booleans(), installed_at=TEXT,
-                           direct_url=st.none() | TEXT, requires=st.tuples(TEXT, TEXT),
-                           problem=st.none() | TEXT), max_size=4)
+DISTS = st.lists(
+    st.builds(
+        Distribution,
+        name=NAME,
+        version=TEXT,
+        installer=TEXT,
+        requested=st.booleans(),
+        installed_at=TEXT,
+        direct_url=st.none() | TEXT,
+        requires=st.tuples(TEXT, TEXT),
+        problem=st.none() | TEXT,
+    ),
+    max_size=4,
+)
 SNAPSHOTS = st.builds(
     Snapshot,
-    name=TEXT, taken_at=TEXT, envguard_version=TEXT,
+    name=TEXT,
+    taken_at=TEXT,
+    envguard_version=TEXT,
     venv=st.builds(VenvInfo, path=TEXT, kind=TEXT, creator=st.none() | TEXT),
     python=st.builds(PythonInfo, version=TEXT, implementation=TEXT, abi=TEXT, site_packages=TEXT),
-    host=st.builds(HostInfo, hostname=TEXT, os=TEXT, kernel=TEXT, machine=TEXT, cpu_count=INT,
-                   memory_bytes=INT),
-    torch=st.none() | st.builds(PackageBuild, name=TEXT, version=TEXT, metadata_version=TEXT,
-                                variant=TEXT, index_url=TEXT, source=TEXT,
-                                debug=st.none() | st.booleans()),
-    gpu=st.builds(GpuState, driver=st.none() | TEXT, gpus=st.tuples(st.builds(
-        GpuInfo, index=INT, name=TEXT, memory_mib=INT))),
-    caches=st.tuples(st.builds(CompileCache, kind=TEXT, path=TEXT, exists=st.booleans(),
-                               counts=st.dictionaries(NAME, INT, max_size=3))),
-    code=st.none() | st.builds(CodeState, root=TEXT, head=TEXT,
-                               patch=st.text(st.characters(exclude_categories=("Cs",)))),
+    host=st.builds(
+        HostInfo, hostname=TEXT, os=TEXT, kernel=TEXT, machine=TEXT, cpu_count=INT, memory_bytes=INT
+    ),
+    torch=st.none()
+    | st.builds(
+        PackageBuild,
+        name=TEXT,
+        version=TEXT,
+        metadata_version=TEXT,
+        variant=TEXT,
+        index_url=TEXT,
+        source=TEXT,
+        debug=st.none() | st.booleans(),
+    ),
+    gpu=st.builds(
+        GpuState,
+        driver=st.none() | TEXT,
+        gpus=st.tuples(st.builds(GpuInfo, index=INT, name=TEXT, memory_mib=INT)),
+    ),
+    caches=st.tuples(
+        st.builds(
+            CompileCache,
+            kind=TEXT,
+            path=TEXT,
+            exists=st.booleans(),
+            counts=st.dictionaries(NAME, INT, max_size=3),
+        )
+    ),
+    code=st.none()
+    | st.builds(
+        CodeState, root=TEXT, head=TEXT, patch=st.text(st.characters(exclude_categories=("Cs",)))
+    ),
     environ=st.dictionaries(st.from_regex(r"[A-Z_]{1,12}", fullmatch=True), TEXT, max_size=4),
     warnings=st.tuples(TEXT),
     packages=DISTS.map(tuple),
@@ -72,10 +113,12 @@ def test_resnapshot_changes_only_the_timestamp(tmp_path: Path, repo: Path) -> No
 
 
 def test_write_is_atomic_and_leaves_no_temp(tmp_path: Path, monkeypatch) -> None:
-    snap = lockfile.loads(b'schema = 1\nname = "a"\ntaken_at = "t"\nenvguard_version = "0"\n'
-                          b'[venv]\npath = "/v"\nkind = "venv"\n[python]\nversion = "3.12.3"\n'
-                          b'implementation = "cpython"\nabi = "cp312"\nsite_packages = "/s"\n'
-                          b'[host]\nhostname = "h"\nos = "o"\nkernel = "k"\nmachine = "m"\n')
+    snap = lockfile.loads(
+        b'schema = 1\nname = "a"\ntaken_at = "t"\nenvguard_version = "0"\n'
+        b'[venv]\npath = "/v"\nkind = "venv"\n[python]\nversion = "3.12.3"\n'
+        b'implementation = "cpython"\nabi = "cp312"\nsite_packages = "/s"\n'
+        b'[host]\nhostname = "h"\nos = "o"\nkernel = "k"\nmachine = "m"\n'
+    )
     target = tmp_path / "lockfiles" / "a.envguard.toml"
     lockfile.write(target, snap)
     good = target.read_bytes()
@@ -90,14 +133,17 @@ def test_write_is_atomic_and_leaves_no_temp(tmp_path: Path, monkeypatch) -> None
     assert [p.name for p in target.parent.iterdir()] == ["a.envguard.toml"]
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"", "empty file"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8"),
-    (b"[[packages]\nname = ", "not valid TOML"),
-    (b'name = "x"\n', "no integer 'schema'"),
-    (b"schema = 99\n", "schema 99, this envguard reads up to 1; upgrade envguard"),
-    (b'schema = 1\nname = "x"\n', "taken_at: missing"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty file"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8"),
+        (b"[[packages]\nname = ", "not valid TOML"),
+        (b'name = "x"\n', "no integer 'schema'"),
+        (b"schema = 99\n", "schema 99, this envguard reads up to 1; upgrade envguard"),
+        (b'schema = 1\nname = "x"\n', "taken_at: missing"),
+    ],
+)
 def test_bad_lockfiles(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "bad.envguard.toml"
     path.write_bytes(content)
@@ -118,7 +164,9 @@ def test_field_path_in_errors(tmp_path: Path) -> None:
     env = make_venv(tmp_path / "venv")
     doc = tomllib.loads(lockfile.dumps(snapshot.take(env, default_caches=False)).decode())
     doc["packages"] = [{"name": 12, "version": "1"}]
-    with pytest.raises(LockfileError, match=r"lock\.packages\[0\]\.name: expected a string, got 12"):
+    with pytest.raises(
+        LockfileError, match=r"lock\.packages\[0\]\.name: expected a string, got 12"
+    ):
         lockfile.loads(tomli_w.dumps(doc).encode(), source="lock")
     doc["packages"] = [{"name": "a", "version": "1", "colour": "red"}]
     with pytest.raises(LockfileError, match=r"packages\[0\]\.colour: unknown field"):

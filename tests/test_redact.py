@@ -6,20 +6,30 @@ from hypothesis import strategies as st
 from envguard.probes import environ
 from envguard.redact import REDACTED, redact_text, strip_url_credentials
 
-SECRET = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", min_size=12,
-                 max_size=40)
+SECRET = st.text(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", min_size=12, max_size=40
+)
 
 
 def test_captures_training_vars_and_redacts_secrets() -> None:
     env = {
-        "NCCL_DEBUG": "INFO", "TORCHINDUCTOR_CACHE_DIR": "/c", "HOME": "/root", "PATH": "/bin",
-        "HF_TOKEN": "hf_abc", "WANDB_API_KEY": "k", "AWS_SECRET_ACCESS_KEY": "x",
-        "PIP_INDEX_URL": "https://me:pw@pypi.internal/simple", "OMP_NUM_THREADS": "8",
+        "NCCL_DEBUG": "INFO",
+        "TORCHINDUCTOR_CACHE_DIR": "/c",
+        "HOME": "/root",
+        "PATH": "/bin",
+        "HF_TOKEN": "hf_abc",
+        "WANDB_API_KEY": "k",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "PIP_INDEX_URL": "https://me:pw@pypi.internal/simple",
+        "OMP_NUM_THREADS": "8",
     }
     got = environ.capture(env)
     assert got == {
-        "HF_TOKEN": REDACTED, "NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "8",
-        "PIP_INDEX_URL": "https://pypi.internal/simple", "TORCHINDUCTOR_CACHE_DIR": "/c",
+        "HF_TOKEN": REDACTED,
+        "NCCL_DEBUG": "INFO",
+        "OMP_NUM_THREADS": "8",
+        "PIP_INDEX_URL": "https://pypi.internal/simple",
+        "TORCHINDUCTOR_CACHE_DIR": "/c",
         "WANDB_API_KEY": REDACTED,
     }
     assert list(got) == sorted(got)
@@ -27,12 +37,28 @@ def test_captures_training_vars_and_redacts_secrets() -> None:
 
 def test_url_credentials() -> None:
     assert strip_url_credentials("git+https://tok@github.com/a/b") == "git+https://github.com/a/b"
-    assert strip_url_credentials("a https://u:p@h/x and s3://k:s@b/y") == "a https://h/x and s3://b/y"
-    assert strip_url_credentials("user@host:repo.git") == "user@host:repo.git"  # scp-style: no secret
+    assert (
+        strip_url_credentials("a https://u:p@h/x and s3://k:s@b/y") == "a https://h/x and s3://b/y"
+    )
+    assert (
+        strip_url_credentials("user@host:repo.git") == "user@host:repo.git"
+    )  # scp-style: no secret
 
 
-@given(name=st.sampled_from(["HF_TOKEN", "NCCL_PASSWORD", "TORCH_API_KEY", "CUDA_CREDENTIALS",
-                             "PIP_PRIVATE_KEY", "TRITON_SECRET", "UV_ACCESS_KEY"]), secret=SECRET)
+@given(
+    name=st.sampled_from(
+        [
+            "HF_TOKEN",
+            "NCCL_PASSWORD",
+            "TORCH_API_KEY",
+            "CUDA_CREDENTIALS",
+            "PIP_PRIVATE_KEY",
+            "TRITON_SECRET",
+            "UV_ACCESS_KEY",
+        ]
+    ),
+    secret=SECRET,
+)
 def test_secret_named_values_never_survive(name: str, secret: str) -> None:
     assert secret not in str(environ.capture({name: secret}))
 

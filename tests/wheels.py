@@ -30,7 +30,7 @@ def build_wheel(
     dist = canonicalize_name(name).replace("-", "_")
     stem = f"{dist}-{metadata_version or version}"
     info = f"{stem}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {metadata_version or version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {metadata_version or version}"]
     meta += [f"Requires-Dist: {r}" for r in requires]
     contents: dict[str, bytes] = {
         k: v.encode() if isinstance(v, str) else v for k, v in (files or {}).items()
@@ -69,18 +69,24 @@ def torch_version_py(version: str, cuda: str | None, git: str) -> str:
 
 
 def cudart_header(code: int) -> str:
-    return (f"#ifndef __CUDA_RUNTIME_API_H__\n#define __CUDA_RUNTIME_API_H__\n"
-            f"#define CUDART_VERSION  {code}\n#endif\n")
+    return (
+        f"#ifndef __CUDA_RUNTIME_API_H__\n#define __CUDA_RUNTIME_API_H__\n"
+        f"#define CUDART_VERSION  {code}\n#endif\n"
+    )
 
 
 def cudnn_header(major: int, minor: int, patch: int) -> str:
-    return (f"#ifndef CUDNN_VERSION_H_\n#define CUDNN_VERSION_H_\n#define CUDNN_MAJOR {major}\n"
-            f"#define CUDNN_MINOR {minor}\n#define CUDNN_PATCHLEVEL {patch}\n"
-            "#define CUDNN_VERSION (CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)\n"
-            "#endif\n")
+    return (
+        f"#ifndef CUDNN_VERSION_H_\n#define CUDNN_VERSION_H_\n#define CUDNN_MAJOR {major}\n"
+        f"#define CUDNN_MINOR {minor}\n#define CUDNN_PATCHLEVEL {patch}\n"
+        "#define CUDNN_VERSION (CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)\n"
+        "#endif\n"
+    )
 
 
 def nccl_header(major: int, minor: int, patch: int) -> str:
-    return (f"#ifndef NCCL_H_\n#define NCCL_H_\n#define NCCL_MAJOR {major}\n"
-            f"#define NCCL_MINOR {minor}\n#define NCCL_PATCH {patch}\n#define NCCL_SUFFIX \"\"\n"
-            f"#define NCCL_VERSION_CODE {major * 10000 + minor * 100 + patch}\n#endif\n")
+    return (
+        f"#ifndef NCCL_H_\n#define NCCL_H_\n#define NCCL_MAJOR {major}\n"
+        f'#define NCCL_MINOR {minor}\n#define NCCL_PATCH {patch}\n#define NCCL_SUFFIX ""\n'
+        f"#define NCCL_VERSION_CODE {major * 10000 + minor * 100 + patch}\n#endif\n"
+    )

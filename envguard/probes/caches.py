@@ -7,6 +7,7 @@ cache again reads no file contents.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import getpass
 import hashlib
@@ -19,8 +20,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path
-from typing import BinaryIO
 
 from envguard._fs import atomic_write, user_cache_dir
 from envguard.model import CacheCompat, CompileCache
@@ -64,8 +65,9 @@ class _Entry:
     ino: int
 
 
-def probe(kind: str, path: Path, compat: CacheCompat, *, progress: Progress | None = None
-          ) -> tuple[CompileCache, tuple[str, ...]]:
+def probe(
+    kind: str, path: Path, compat: CacheCompat, *, progress: Progress | None = None
+) -> tuple[CompileCache, tuple[str, ...]]:
     if not path.is_dir():
         return CompileCache(kind=kind, path=str(path), exists=False, compat=compat), ()
     entries, unreadable_dirs = _walk(path)
@@ -132,8 +134,9 @@ def _walk(root: Path) -> tuple[list[_Entry], int]:
             if stat.S_ISDIR(st.st_mode):
                 stack.append(rel)
             elif stat.S_ISREG(st.st_mode):
-                entries.append(_Entry(rel=rel, size=st.st_size, mtime_ns=st.st_mtime_ns,
-                                      ino=st.st_ino))
+                entries.append(
+                    _Entry(rel=rel, size=st.st_size, mtime_ns=st.st_mtime_ns, ino=st.st_ino)
+                )
     entries.sort(key=lambda e: e.rel)
     return entries, unreadable
 
@@ -150,7 +153,7 @@ def _hash(root: Path, entry: _Entry) -> tuple[str, str] | None:
         return None
 
 
-def _file_sha256(fh: BinaryIO) -> str:
+def _file_sha256(fh: BufferedReader) -> str:
     h = hashlib.sha256()
     buf = bytearray(1 << 20)
     view = memoryview(buf)
@@ -241,9 +244,6 @@ class _StatCache:
         if not self.changed and len(self.fresh) == len(self.rows):
             return
         payload = {"version": _STATCACHE_VERSION, "root": self.root, "files": self.fresh}
-        try:
+        # A read-only home only costs speed: fingerprints stay right, re-read next time.
+        with contextlib.suppress(OSError):
             atomic_write(self.file, json.dumps(payload, separators=(",", ":")).encode())
-        except OSError:
-            pass  # read-only home: fingerprints stay right, only slower next time
-
-

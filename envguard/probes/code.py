@@ -16,8 +16,16 @@ MAX_UNTRACKED = 500
 MAX_CONTENT = 16 * 1024
 MAX_CONTENT_TOTAL = 256 * 1024  # keeps a lockfile reviewable when a repo has many scratch files
 # Pin the settings that change a patch's bytes, so `git apply` takes what we store.
-_DIFF_CONFIG = ("-c", "core.quotepath=off", "-c", "diff.noprefix=false",
-                "-c", "diff.mnemonicprefix=false", "-c", "diff.relative=false")
+_DIFF_CONFIG = (
+    "-c",
+    "core.quotepath=off",
+    "-c",
+    "diff.noprefix=false",
+    "-c",
+    "diff.mnemonicprefix=false",
+    "-c",
+    "diff.relative=false",
+)
 _SECRET_FILES = (".env", ".netrc", ".pypirc", ".npmrc", "id_rsa", "id_ed25519")
 
 
@@ -26,8 +34,9 @@ def probe(path: Path, *, required: bool) -> tuple[CodeState | None, tuple[str, .
     if repo is None:
         return None, ()
     head = _head(repo)
-    raw = _git_bytes(repo, "diff", head or EMPTY_TREE, "--binary", "--no-color",
-                     "--no-ext-diff", "--no-textconv")
+    raw = _git_bytes(
+        repo, "diff", head or EMPTY_TREE, "--binary", "--no-color", "--no-ext-diff", "--no-textconv"
+    )
     patch, encoding, redacted = _encode_patch(raw)
     untracked, omitted = _untracked(repo)
     state = CodeState(
@@ -93,8 +102,9 @@ def _remote(repo: Any) -> str | None:
 
 
 def _git_bytes(repo: Any, *args: str) -> bytes:
-    out = repo.git.execute(["git", *_DIFF_CONFIG, *args], stdout_as_string=False,
-                           strip_newline_in_stdout=False)
+    out = repo.git.execute(
+        ["git", *_DIFF_CONFIG, *args], stdout_as_string=False, strip_newline_in_stdout=False
+    )
     return bytes(out)
 
 
@@ -114,7 +124,8 @@ def _encode_patch(raw: bytes) -> tuple[str, str, int]:
 
 def _changed_files(repo: Any, head: str, patch: str) -> tuple[ChangedFile, ...]:
     stats = _git_bytes(repo, "diff", head or EMPTY_TREE, "--numstat", "-z", "--no-color").decode(
-        "utf-8", "replace")
+        "utf-8", "replace"
+    )
     rows = _parse_numstat_z(stats)
     parts = patch.split("\ndiff --git ")
     sections = [parts[0], *("diff --git " + p for p in parts[1:])] if patch else []
@@ -136,7 +147,9 @@ def _parse_numstat_z(text: str) -> list[tuple[str, int, int]]:
             path = fields[i + 2] if i + 2 < len(fields) else fields[i + 1]
             i += 2
         i += 1
-        rows.append((path, -1 if added == "-" else int(added), -1 if removed == "-" else int(removed)))
+        rows.append(
+            (path, -1 if added == "-" else int(added), -1 if removed == "-" else int(removed))
+        )
     return rows
 
 

@@ -36,8 +36,13 @@ def cudart_version(code: int) -> str:
     return f"{code // 1000}.{(code % 1000) // 10}"
 
 
-def probe(site: Path, dists: Sequence[Distribution], *, torch_cuda: str | None = None,
-          system_roots: Iterable[str] | None = None) -> tuple[CudaStack, tuple[str, ...]]:
+def probe(
+    site: Path,
+    dists: Sequence[Distribution],
+    *,
+    torch_cuda: str | None = None,
+    system_roots: Iterable[str] | None = None,
+) -> tuple[CudaStack, tuple[str, ...]]:
     """``torch_cuda`` (torch's ``version.cuda``) picks among cu12 and cu13 wheels when both
     are installed, as they are after one install swaps torch's CUDA build."""
     wheels = {d.name: d.version for d in dists if d.name.startswith(("nvidia-", "cuda-"))}
@@ -64,8 +69,7 @@ def _owner(wheels: dict[str, str], prefix: str, major: str | None) -> str | None
     matching = [n for n in names if major and n.endswith(f"-cu{major}")]
     unsuffixed = [n for n in names if not any(n.endswith(f"-cu{m}") for m in ("11", "12", "13"))]
     # cu13 wheels dropped the suffix for the toolkit parts (nvidia-cuda-runtime 13.0.96).
-    return next(iter(matching or (unsuffixed if major and int(major) >= 13 else []) or names),
-                None)
+    return next(iter(matching or (unsuffixed if major and int(major) >= 13 else []) or names), None)
 
 
 def _wheel_runtime(site: Path, wheels: dict[str, str], major: str | None) -> CudaLibrary | None:
@@ -77,19 +81,34 @@ def _wheel_runtime(site: Path, wheels: dict[str, str], major: str | None) -> Cud
     if not found:
         return None
     version, rel = next((f for f in found if f[0].split(".")[0] == major), found[0])
-    owners = [n for n in wheels if n.startswith("nvidia-cuda-runtime")
-              and wheels[n].split(".")[0] == version.split(".")[0]]
-    return CudaLibrary(name="cudart", version=version, source=rel,
-                       wheel=min(owners) if owners else _owner(wheels, "nvidia-cuda-runtime", major))
+    owners = [
+        n
+        for n in wheels
+        if n.startswith("nvidia-cuda-runtime") and wheels[n].split(".")[0] == version.split(".")[0]
+    ]
+    return CudaLibrary(
+        name="cudart",
+        version=version,
+        source=rel,
+        wheel=min(owners) if owners else _owner(wheels, "nvidia-cuda-runtime", major),
+    )
 
 
-def _wheel_lib(site: Path, rel: str, name: str, prefix: str, patch: str,
-               wheels: dict[str, str], major: str | None) -> CudaLibrary | None:
+def _wheel_lib(
+    site: Path,
+    rel: str,
+    name: str,
+    prefix: str,
+    patch: str,
+    wheels: dict[str, str],
+    major: str | None,
+) -> CudaLibrary | None:
     version = _triple(_safe_defines(site / rel), prefix, patch)
     if version is None:
         return None
-    return CudaLibrary(name=name, version=version, source=rel,
-                       wheel=_owner(wheels, f"nvidia-{name}", major))
+    return CudaLibrary(
+        name=name, version=version, source=rel, wheel=_owner(wheels, f"nvidia-{name}", major)
+    )
 
 
 def _triple(defines: dict[str, int], prefix: str, patch: str) -> str | None:
@@ -147,7 +166,9 @@ def _so_versions(lib_dir: Path) -> list[CudaLibrary]:
     for fname in names:
         m = _SO_VERSION.match(fname)
         if m:
-            out.append(CudaLibrary(name=m.group(1), version=m.group(2), source=str(lib_dir / fname)))
+            out.append(
+                CudaLibrary(name=m.group(1), version=m.group(2), source=str(lib_dir / fname))
+            )
     return out
 
 

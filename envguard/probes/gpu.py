@@ -5,6 +5,7 @@ No GPU is a normal state (a login node, a CPU CI runner) and is recorded as such
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 from pathlib import Path
@@ -55,21 +56,21 @@ def _from_nvml() -> tuple[str | None, tuple[GpuInfo, ...]] | None:
         for i in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-            gpus.append(GpuInfo(
-                index=i,
-                name=_text(pynvml.nvmlDeviceGetName(handle)),
-                uuid=_text(pynvml.nvmlDeviceGetUUID(handle)),
-                compute_capability=f"{major}.{minor}",
-                memory_mib=int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // 2**20,
-            ))
+            gpus.append(
+                GpuInfo(
+                    index=i,
+                    name=_text(pynvml.nvmlDeviceGetName(handle)),
+                    uuid=_text(pynvml.nvmlDeviceGetUUID(handle)),
+                    compute_capability=f"{major}.{minor}",
+                    memory_mib=int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // 2**20,
+                )
+            )
         return driver, tuple(gpus)
     except Exception:
         return None
     finally:
-        try:
+        with contextlib.suppress(Exception):  # shutting down a library we are done with
             pynvml.nvmlShutdown()
-        except Exception:  # noqa: S110 - shutting down a library we are done with
-            pass
 
 
 def _text(value: Any) -> str:
@@ -86,10 +87,15 @@ def parse_smi_csv(text: str) -> tuple[str | None, tuple[GpuInfo, ...]]:
         if len(cells) != 6 or not cells[0].isdigit():
             continue
         index, name, uuid, cap, mem, driver = cells
-        gpus.append(GpuInfo(
-            index=int(index), name=name, uuid=uuid, compute_capability=cap,
-            memory_mib=int(float(mem)) if mem.replace(".", "").isdigit() else 0,
-        ))
+        gpus.append(
+            GpuInfo(
+                index=int(index),
+                name=name,
+                uuid=uuid,
+                compute_capability=cap,
+                memory_mib=int(float(mem)) if mem.replace(".", "").isdigit() else 0,
+            )
+        )
     return driver, tuple(gpus)
 
 
