@@ -64,6 +64,7 @@ def cli() -> None:
 )
 @click.option("--name", help="Snapshot name (default: the venv's prompt or folder name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the snapshot as a JSON envelope.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the lockfile's path.")
 def snapshot(
     venv: Path | None,
     repo: Path | None,
@@ -72,6 +73,7 @@ def snapshot(
     output: Path | None,
     name: str | None,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Record the environment in a lockfile."""
     from envguard import lockfile, render
@@ -93,6 +95,10 @@ def snapshot(
         lockfile.write(path, snap)
         if as_json:
             click.echo(render.envelope("snapshot", {"lockfile": str(path), **snap.to_dict()}, 0))
+        elif quiet:
+            click.echo(str(path))
+            for note in snap.warnings:
+                click.echo(f"warning: {note}", err=True)
         else:
             render.snapshot_summary(snap, str(path))
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from envguard import grouping
+from envguard._units import human_bytes
 from envguard.model import (
     CodeState,
     CompileCache,
@@ -419,13 +420,6 @@ def _cache_key(c: CompileCache) -> str:
 def _label(c: CompileCache) -> str:
     names = {"inductor": "Inductor cache", "triton": "Triton cache"}
     return names.get(c.kind, f"cache {c.path}")
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}".replace(".0 ", " ")
-    return f"{n} B"
 
 
 def _size(c: CompileCache) -> str:

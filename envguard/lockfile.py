@@ -17,11 +17,6 @@ from envguard._fs import atomic_write
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 SCHEMA = 1
 SUFFIX = ".envguard.toml"
 DEFAULT_DIR = Path("lockfiles")
@@ -51,6 +46,11 @@ def _has_cr(value: Any) -> bool:
 
 
 def loads(data: bytes, source: str = "lockfile") -> Snapshot:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
     if not data.strip():
         raise LockfileError(f"{source}: empty file, not a lockfile")
     try:

@@ -9,22 +9,27 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from envguard import __version__
-from envguard.drift import DriftReport, human_bytes
-from envguard.model import Snapshot
+from envguard._units import human_bytes
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from envguard.drift import DriftReport
+    from envguard.model import Snapshot
+
+# rich costs ~40 ms to import: it is loaded by the functions that draw, so that --json,
+# --quiet and error paths never pay for it.
 
 JSON_SCHEMA = 1
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 
 
 def console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
     # rich honours NO_COLOR itself; highlight=False keeps versions from being recoloured.
     return Console(stderr=stderr, highlight=False, no_color="NO_COLOR" in os.environ or None)
 
@@ -43,6 +48,8 @@ def envelope(kind: str, result: Any, exit_code: int) -> str:
 
 
 def error_line(message: str) -> None:
+    from rich.markup import escape
+
     console(stderr=True).print(f"[bold red]error:[/] {escape(message)}")
 
 
@@ -52,6 +59,8 @@ def progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
     if not enabled:
         yield lambda phase, done, total: None
         return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -72,6 +81,9 @@ def progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
 
 
 def snapshot_summary(snap: Snapshot, written_to: str) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     out = console()
     torch = snap.torch.version if snap.torch else "no torch"
     out.print(
@@ -132,11 +144,16 @@ def _facts(snap: Snapshot) -> Iterator[tuple[str, str]]:
 
 
 def _print_notes(out: Console, notes: tuple[str, ...]) -> None:
+    from rich.markup import escape
+
     for note in notes:
         out.print(f"[yellow]warning:[/] {escape(note)}")
 
 
 def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: bool) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     out = console()
     counts = report.counts()
     if not report.changes:

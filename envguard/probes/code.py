@@ -57,6 +57,8 @@ def probe(path: Path, *, required: bool) -> tuple[CodeState | None, tuple[str, .
 
 
 def _open(path: Path, *, required: bool) -> Any:
+    if not required and not any((p / ".git").exists() for p in (path, *path.absolute().parents)):
+        return None  # GitPython costs ~50 ms to import; skip it where there is no repo
     try:
         import git
     except ImportError as exc:  # GitPython raises ImportError when no git binary exists

@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from envguard._run import run
 from envguard.errors import CommandError
 from envguard.model import GpuInfo, GpuState
 
@@ -26,6 +25,8 @@ def parse_proc_version(text: str) -> str | None:
 
 def probe(proc_version: Path = PROC_VERSION) -> GpuState:
     driver = _proc_driver(proc_version)
+    if driver is None and not Path("/dev/nvidiactl").exists() and not shutil.which("nvidia-smi"):
+        return GpuState(source="none")  # no driver: skip NVML's import and load attempt
     for source, reader in (("nvml", _from_nvml), ("nvidia-smi", _from_smi)):
         found = reader()
         if found is not None:
@@ -103,6 +104,8 @@ def _from_smi() -> tuple[str | None, tuple[GpuInfo, ...]] | None:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
+    from envguard._run import run
+
     try:
         done = run([smi, f"--query-gpu={SMI_QUERY}", "--format=csv,noheader,nounits"], timeout=20)
     except CommandError:
