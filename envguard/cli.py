@@ -153,7 +153,10 @@ def _lock_and_live(
     from envguard.probes.venv import default_venv_path, locate
 
     venv_path = default_venv_path(venv)
-    path = lock or lockfile.default_path(locate(venv_path).name)
+    if lock is None:
+        env = locate(venv_path)
+        lock = lockfile.find_for_venv(env.name, env.info.path)
+    path = lock
     old = lockfile.read(path)
     customs = [Path(c.path) for c in old.caches if c.kind == "custom"]
     if repo is None and old.code and Path(old.code.root).is_dir() and not _in_repo(Path.cwd()):

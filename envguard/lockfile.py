@@ -28,6 +28,27 @@ def default_path(name: str, folder: Path = DEFAULT_DIR) -> Path:
     return folder / f"{safe}{SUFFIX}"
 
 
+def find_for_venv(name: str, venv_path: str, folder: Path = DEFAULT_DIR) -> Path:
+    """The lockfile ``snapshot`` wrote for this venv by default, or else the newest one in
+    ``folder`` that records this venv's path (a snapshot taken with ``--name``)."""
+    default = default_path(name, folder)
+    if default.is_file():
+        return default
+    matches = []
+    for path in sorted(folder.glob(f"*{SUFFIX}")):
+        try:
+            snap = read(path)
+        except LockfileError:
+            continue  # another tool's or a broken file: not this venv's
+        if snap.venv.path == venv_path:
+            matches.append((snap.taken_at, path))
+    if not matches:
+        raise LockfileError(
+            f"no lockfile for {venv_path} in {folder}/: run `envguard snapshot` first, or pass LOCK"
+        )
+    return max(matches)[1]
+
+
 def dumps(snapshot: Snapshot) -> bytes:
     doc: dict[str, Any] = {"schema": SCHEMA, **snapshot.to_dict()}
     # Multi-line strings keep patches readable, but tomli-w writes a "\r\n" in them raw and

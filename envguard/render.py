@@ -85,7 +85,7 @@ def snapshot_summary(snap: Snapshot, written_to: str) -> None:
     from rich.table import Table
 
     out = console()
-    torch = snap.torch.version if snap.torch else "no torch"
+    torch = f"torch {snap.torch.version}" if snap.torch else "no torch"
     out.print(
         f"[bold]Snapshot[/] of {escape(snap.venv.path)} → [bold]{escape(written_to)}[/]: "
         f"Python {snap.python.version}, {len(snap.packages)} distributions, {torch}"

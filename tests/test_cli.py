@@ -146,3 +146,11 @@ def test_secret_never_reaches_terminal_or_lockfile(tmp_path: Path, venv: Path) -
         "diff", str(out), "--venv", str(venv), "--json", cwd=tmp_path, env={"HF_TOKEN": "other"}
     )
     assert secret not in shown.stdout + shown.stderr
+
+
+def test_diff_finds_a_named_snapshot_of_this_venv(venv: Path, repo: Path, tmp_path: Path) -> None:
+    assert envguard("snapshot", "--venv", str(venv), "--name", "other", cwd=repo).returncode == 0
+    done = envguard("diff", "--venv", str(venv), cwd=repo)
+    assert done.returncode == 0, done.stderr
+    missing = envguard("diff", "--venv", str(venv), cwd=tmp_path)
+    assert missing.returncode == 2 and "run `envguard snapshot` first" in missing.stderr
