@@ -428,6 +428,15 @@ def _size(c: CompileCache) -> str:
 
 def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
     label = _label(a)
+    if a.path != b.path:
+        yield Change(
+            severity="warning",
+            area="caches",
+            subject=label,
+            old=a.path,
+            new=b.path,
+            why="the cache folder moved; entries under the old path are not used",
+        )
     if a.exists and a.entries > 0 and (not b.exists or b.entries == 0):
         state = "0" if b.exists else "gone"
         yield Change(
@@ -457,15 +466,6 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
             old=_size(a),
             new=_size(b),
             why=f"{grew}: graphs compiled since the snapshot",
-        )
-    if a.path != b.path:
-        yield Change(
-            severity="warning",
-            area="caches",
-            subject=label,
-            old=a.path,
-            new=b.path,
-            why="the cache folder moved; entries under the old path are not used",
         )
     if b.entries and a.entries:
         yield from _compat(label, a, b)

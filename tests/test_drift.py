@@ -190,3 +190,11 @@ def test_report_is_pure() -> None:
     a, b = base(), base(torch=torch_build("2.11.0+cu130", "13.0"))
     assert drift.compare(a, b) == drift.compare(a, b)
     assert a == base()  # inputs untouched
+
+
+def test_cache_moved_is_named_even_when_the_new_place_is_empty() -> None:
+    moved = dataclasses.replace(inductor(entries=0, size=0), path="/elsewhere")
+    report = drift.compare(base(), base(caches=(moved,)))
+    whys = [c.why for c in report.changes]
+    assert whys[0] == "the cache folder moved; entries under the old path are not used"
+    assert "cold" in whys[1]
