@@ -46,19 +46,22 @@ def measure(argv: list[str], runs: int, env: dict[str, str] | None = None) -> di
     }
 
 
-def tool(name: str) -> str:
-    path = Path(sys.executable).parent / name
-    return str(path) if path.exists() else (shutil.which(name) or name)
+def envguard_cmd() -> list[str]:
+    """The console script beside this Python, else what that script runs (no runpy)."""
+    path = Path(sys.executable).parent / "envguard"
+    if path.exists():
+        return [str(path)]
+    return [sys.executable, "-c", "from envguard.__main__ import main; main()"]
 
 
-def snapshot_bench(work: Path, runs: int) -> dict[str, dict[str, float]]:
+def snapshot_bench(work: Path, runs: int, fixtures: Path) -> dict[str, dict[str, float]]:
     from uv import find_uv_bin
 
-    venv = build(work / "h200-venv", DEFAULT_FIXTURES)
+    venv = build(work / "h200-venv", fixtures)
     site = next(venv.glob("lib/python*/site-packages"))
     out = work / "bench.envguard.toml"
     envguard = [
-        tool("envguard"),
+        *envguard_cmd(),
         "snapshot",
         "--venv",
         str(venv),
@@ -75,16 +78,16 @@ def snapshot_bench(work: Path, runs: int) -> dict[str, dict[str, float]]:
         "pip freeze": measure(
             [sys.executable, "-m", "pip", "freeze", "--path", str(site)], max(3, runs // 3)
         ),
-        "envguard --version": measure([tool("envguard"), "--version"], runs),
+        "envguard --version": measure([*envguard_cmd(), "--version"], runs),
     }
 
 
-def cache_bench(work: Path, copies: int, runs: int) -> dict[str, float]:
+def cache_bench(work: Path, copies: int, runs: int, fixtures: Path) -> dict[str, float]:
     from envguard.model import CacheCompat
     from envguard.probes import caches
 
     root = work / "inductor"
-    with tarfile.open(DEFAULT_FIXTURES / "inductor_cache.tgz") as tar:
+    with tarfile.open(fixtures / "inductor_cache.tgz") as tar:
         tar.extractall(work / "one", filter="data")
     for i in range(copies):
         shutil.copytree(work / "one" / "probe_inductor", root / f"copy{i:03d}")
@@ -150,11 +153,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--cache-copies", type=int, default=32)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="envguard-bench-") as tmp:
         work = Path(tmp)
-        snap = snapshot_bench(work, args.runs)
-        cache = cache_bench(work, args.cache_copies, max(3, args.runs // 3))
+        snap = snapshot_bench(work, args.runs, args.fixtures)
+        cache = cache_bench(work, args.cache_copies, max(3, args.runs // 3), args.fixtures)
     print(report(snap, cache))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

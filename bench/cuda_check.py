@@ -118,6 +118,8 @@ def cache_check(venv: Path, work: Path, torch: dict[str, Any]) -> dict[str, Any]
     warm, _ = snapshot(venv, work / "warm.envguard.toml", env)
     cache = next(c for c in warm.caches if c.kind == "inductor")
     compat = cache.compat
+    # With TRITON_CACHE_DIR set, Inductor's compiled kernels land there, not under its own dir.
+    archs = sorted({a for c in warm.caches for a in c.compat.archs})
     sm = "sm" + torch["compute_capability"].replace(".", "")
     checks = {
         "cache has entries": cache.entries > 0,
@@ -125,7 +127,7 @@ def cache_check(venv: Path, work: Path, torch: dict[str, Any]) -> dict[str, Any]
         "compat.torch_git == git_version": compat.torch_git == torch["git_version"],
         "compat.cuda == torch.version.cuda": compat.cuda == torch["cuda"],
         "compat.gpus has the GPU": torch["gpu_name"] in compat.gpus,
-        f"kernel archs == ({sm},)": compat.archs == (sm,),
+        f"kernel archs (Inductor + Triton caches) == [{sm}]": archs == [sm],
     }
     shutil.rmtree(cache_dir)
     gone, _ = snapshot(venv, work / "gone.envguard.toml", env)

@@ -69,7 +69,11 @@ def take(
         torch_family=tuple(builds[n] for n in sorted(builds)),
         cuda=stack,
         gpu=gpus,
-        key_libraries=distributions.key_libraries(dists),
+        # torch-family versions as their version.py says: METADATA's 2.11.0 hides the +cu130.
+        key_libraries={
+            **distributions.key_libraries(dists),
+            **{b.name: b.version for b in (torch_build, *builds.values()) if b},
+        },
         caches=cache_list,
         code=code_state,
         environ=environ.capture(env),

@@ -93,3 +93,27 @@ def test_name_of_a_dot_venv_is_its_project(tmp_path: Path) -> None:
     located = venv.locate(make_venv(tmp_path / "proj" / ".venv"))
     # uv writes prompt = the project folder's name
     assert located.name == "proj"
+
+
+def test_header_parser_skips_continuations_and_body(tmp_path: Path) -> None:
+    meta = tmp_path / "METADATA"
+    meta.write_bytes(
+        b"Metadata-Version: 2.1\r\nName: Foo.Bar\r\nVersion: 1.0\r\nLicense: MIT\r\n"
+        b"        Name: not-a-header\r\nRequires-Dist: numpy>=2\r\n"
+        b"Requires-Dist: rich ; extra == 'ui'\r\n\r\nName: body-is-not-headers\r\n"
+    )
+    headers, problem = distributions._headers(meta)
+    assert problem is None
+    assert headers.get("Name") == "Foo.Bar" and headers.get("version") == "1.0"
+    assert headers.get_all("Requires-Dist", []) == ["numpy>=2", "rich ; extra == 'ui'"]
+
+
+def test_torch_family_key_libraries_carry_the_real_build(tmp_path: Path) -> None:
+    from tests.incident import sglang_install
+
+    env = make_venv(tmp_path / "venv")
+    sglang_install(tmp_path / "house")
+    uv_install(env, tmp_path / "house", "torch==2.11.0")
+    snap = snapshot.take(env, default_caches=False)
+    assert snap.key_libraries["torch"] == "2.11.0+cu130"
+    assert snap.package("torch").version == "2.11.0"  # METADATA, as installed
