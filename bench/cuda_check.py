@@ -268,7 +268,8 @@ def main() -> None:
     cuda_rows = compare_cuda(snap, torch, driver)
     cache = cache_check(args.venv, work, torch)
     collect = collect_env_check(args.venv, snap, torch, driver, envguard_s)
-    example_lockfile(snap, args.out / "example-h200.envguard.toml")
+    # The example shows a warm cache: the venv's snapshot with the flex_attention cache.
+    example_lockfile(cache.pop("warm_snapshot"), args.out / "example-h200.envguard.toml")
 
     ok = all(r["ok"] for r in cuda_rows) and all(cache["checks"].values())
     ok = ok and all(r["envguard_right"] for r in collect["rows"])
