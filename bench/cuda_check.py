@@ -141,9 +141,11 @@ def cache_check(venv: Path, work: Path, torch: dict[str, Any]) -> dict[str, Any]
     checks["diff names the changed TORCHINDUCTOR_CACHE_DIR"] = "TORCHINDUCTOR_CACHE_DIR" in subjects
     checks["diff says the cache moved"] = any("moved" in c.why for c in moved_report.changes)
     return {
+        "warm_snapshot": warm,
         "compile": compiled.strip(),
         "compile_s": compile_s,
         "cache": cache.to_dict(),
+        "caches": [c.to_dict() for c in warm.caches],
         "checks": checks,
         "cold_change": cold[0].to_dict() if cold else None,
         "moved_changes": [c.to_dict() for c in moved_report.changes],
