@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
 from envguard import __version__
-from envguard.model import CacheCompat, CompileCache, Snapshot
+from envguard.model import CacheCompat, CompileCache, GpuState, Snapshot
 from envguard.probes import caches, code, cuda, distributions, environ, gpu, host, torch, venv
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -30,6 +31,11 @@ def take(
     env = os.environ if env is None else env
     step = progress or (lambda phase, done, total: None)
     found = venv.locate(venv_path)
+    # NVML or nvidia-smi take 40-100 ms on a GPU node, mostly waiting on the driver: overlap it
+    # with reading the distributions.
+    gpu_state: list[GpuState] = []
+    gpu_thread = threading.Thread(target=lambda: gpu_state.append(gpu.probe()), daemon=True)
+    gpu_thread.start()
     step("distributions", 0, 1)
     dists, warnings = distributions.scan(found.site_packages)
     by_name = {d.name: d for d in dists}
@@ -46,7 +52,8 @@ def take(
         system_roots=system_roots,
         torch_cuda=torch_build.cuda if torch_build else None,
     )
-    gpus = gpu.probe()
+    gpu_thread.join()
+    gpus = gpu_state[0] if gpu_state else GpuState(source="none")
     compat = CacheCompat(
         torch=torch_build.version if torch_build else None,
         torch_git=torch_build.git_version if torch_build else None,

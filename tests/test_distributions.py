@@ -4,6 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envguard import snapshot
 from envguard.errors import VenvError
@@ -117,3 +119,36 @@ def test_torch_family_key_libraries_carry_the_real_build(tmp_path: Path) -> None
     snap = snapshot.take(env, default_caches=False)
     assert snap.key_libraries["torch"] == "2.11.0+cu130"
     assert snap.package("torch").version == "2.11.0"  # METADATA, as installed
+
+
+_HEADER_TEXT = (
+    st.text(
+        st.characters(exclude_categories=("Cs", "Cc"), exclude_characters=":"),
+        min_size=1,
+        max_size=20,
+    )
+    .map(str.strip)
+    .filter(bool)
+)
+
+
+@given(
+    name=_HEADER_TEXT,
+    version=_HEADER_TEXT,
+    reqs=st.lists(_HEADER_TEXT, max_size=4),
+    noise=st.lists(
+        st.tuples(st.sampled_from(["License", "Classifier", "Summary"]), _HEADER_TEXT), max_size=4
+    ),
+)
+def test_header_parser_round_trip(
+    name: str, version: str, reqs: list[str], noise: list[tuple[str, str]]
+) -> None:
+    lines = [
+        f"Name: {name}",
+        f"Version: {version}",
+        *(f"{k}: {v}\n  {v}" for k, v in noise),
+        *(f"Requires-Dist: {r}" for r in reqs),
+    ]
+    headers = distributions._Headers("\n".join(lines).encode())
+    assert (headers.get("Name"), headers.get("Version")) == (name, version)
+    assert headers.get_all("Requires-Dist", []) == reqs
