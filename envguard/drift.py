@@ -110,27 +110,22 @@ def compare(old: Snapshot, new: Snapshot) -> DriftReport:
 
 def _python(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     a, b = old.python, new.python
-    if (a.implementation, a.abi) != (b.implementation, b.abi) or _minor(a.version) != _minor(
-        b.version
-    ):
-        yield Change(
-            severity="critical",
-            area="python",
-            subject="Python",
-            old=f"{a.implementation} {a.version}",
-            new=f"{b.implementation} {b.version}",
-            why="another interpreter ABI: every compiled extension, torch included, "
-            "is a different build",
-        )
-    elif a.version != b.version:
-        yield Change(
-            severity="warning",
-            area="python",
-            subject="Python",
-            old=a.version,
-            new=b.version,
-            why="a patch release of the same ABI; rarely matters",
-        )
+    if (a.implementation, a.abi, a.version) == (b.implementation, b.abi, b.version):
+        return
+    same_abi = (a.implementation, a.abi) == (b.implementation, b.abi)
+    why = (
+        "a patch release of the same ABI: extensions still load, but the interpreter changed"
+        if same_abi and _minor(a.version) == _minor(b.version)
+        else "another interpreter ABI: every compiled extension, torch included, is another build"
+    )
+    yield Change(
+        severity="critical",
+        area="python",
+        subject="Python",
+        old=f"{a.implementation} {a.version}",
+        new=f"{b.implementation} {b.version}",
+        why=why,
+    )
 
 
 def _minor(version: str) -> str:

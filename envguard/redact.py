@@ -14,16 +14,25 @@ _SECRET_NAME = re.compile(
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s]+)@")
 
 
+# ?token=…, &sig=…, &X-Amz-Signature=…: presigned and tokened index URLs carry secrets there.
+_URL_SECRET_PARAM = re.compile(
+    r"(?P<key>[?&][^=&\s#]*(?:token|key|secret|passw|sig|credential|auth)[^=&\s#]*)=[^&\s#]+",
+    re.IGNORECASE,
+)
+
+
 def is_secret_name(name: str) -> bool:
     return _SECRET_NAME.search(name) is not None
 
 
 def strip_url_credentials(text: str) -> str:
-    """Drop ``user:password@`` (or a bare ``token@``) from every URL in ``text``.
+    """Drop ``user:password@`` (or a bare ``token@``) from every URL in ``text``, and redact
+    secret-looking query parameters (``?token=…``, ``&X-Amz-Signature=…``).
 
     The user name goes too: on hosted git and package indexes it is often the token itself.
     """
-    return _URL_USERINFO.sub(lambda m: m.group("scheme"), text)
+    text = _URL_USERINFO.sub(lambda m: m.group("scheme"), text)
+    return _URL_SECRET_PARAM.sub(lambda m: f"{m.group('key')}={REDACTED}", text)
 
 
 def redact_value(name: str, value: str) -> str:

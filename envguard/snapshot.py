@@ -12,6 +12,8 @@ from envguard import __version__
 from envguard.model import CacheCompat, CompileCache, GpuState, Snapshot
 from envguard.probes import caches, code, cuda, distributions, environ, gpu, host, torch, venv
 
+# Nightly and ROCm/XPU builds of torch depend on these instead of "triton".
+TRITON_NAMES = ("triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu")
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
@@ -57,7 +59,7 @@ def take(
     compat = CacheCompat(
         torch=torch_build.version if torch_build else None,
         torch_git=torch_build.git_version if torch_build else None,
-        triton=by_name["triton"].version if "triton" in by_name else None,
+        triton=next((by_name[n].version for n in TRITON_NAMES if n in by_name), None),
         cuda=torch_build.cuda if torch_build else None,
         gpus=tuple(sorted({g.name for g in gpus.gpus})),
     )

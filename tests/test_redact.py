@@ -35,6 +35,13 @@ def test_captures_training_vars_and_redacts_secrets() -> None:
     assert list(got) == sorted(got)
 
 
+def test_url_query_secrets() -> None:
+    url = "https://idx.example/simple?token=abc123&page=2&X-Amz-Signature=ff00"
+    assert strip_url_credentials(url) == (
+        "https://idx.example/simple?token=<redacted>&page=2&X-Amz-Signature=<redacted>"
+    )
+
+
 def test_url_credentials() -> None:
     assert strip_url_credentials("git+https://tok@github.com/a/b") == "git+https://github.com/a/b"
     assert (
