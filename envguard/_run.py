@@ -51,5 +51,11 @@ def run(
     )
     if check and proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no stderr)"])[-1]
-        raise CommandError(f"{' '.join(argv[:3])} exited {proc.returncode}: {last}")
+        raise CommandError(f"{_short(argv)} exited {proc.returncode}: {last}")
     return done
+
+
+def _short(argv: Sequence[str]) -> str:
+    """The command for an error line: no multi-line ``-c`` programs, no endless paths."""
+    parts = [str(a).splitlines()[0] if str(a) else "''" for a in argv[:3]]
+    return " ".join(p if len(p) <= 60 else p[:57] + "..." for p in parts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,11 +20,13 @@ _PATH = click.Path(path_type=Path)
 
 @contextmanager
 def _errors() -> Iterator[None]:
-    """Library errors become one red line and exit 2, never a traceback."""
-    from envguard.errors import EnvguardError
+    """Library errors become one red line and exit 2 (1 for "not restored"), no traceback."""
+    from envguard.errors import EnvguardError, NotRestored
 
     try:
         yield
+    except NotRestored as exc:
+        _fail(f"not restored: {exc}", code=1)
     except EnvguardError as exc:
         _fail(str(exc))
     except OSError as exc:
@@ -175,6 +177,90 @@ def _lock_and_live(
 
 def _in_repo(path: Path) -> bool:
     return any((p / ".git").exists() for p in (path, *path.parents))
+
+
+@cli.command()
+@click.argument("lock", type=_PATH)
+@click.option(
+    "--venv", type=_PATH, help="The venv to rebuild (default: the one the lock recorded)."
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask before replacing the venv.")
+@click.option("--index-url", help="Replace the inferred indexes with this one.")
+@click.option("--extra-index-url", multiple=True, help="Another index (repeatable).")
+@click.option("--find-links", multiple=True, help="A local wheelhouse (repeatable).")
+@click.option("--offline", is_flag=True, help="Use no network: uv's cache and --find-links only.")
+@click.option("--force", is_flag=True, help="Restore even while processes use the venv.")
+@click.option("--verify-import", is_flag=True, help="Also import torch in the new venv.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as a JSON envelope.")
+def restore(
+    lock: Path,
+    venv: Path | None,
+    dry_run: bool,
+    yes: bool,
+    index_url: str | None,
+    extra_index_url: tuple[str, ...],
+    find_links: tuple[str, ...],
+    offline: bool,
+    force: bool,
+    verify_import: bool,
+    as_json: bool,
+) -> None:
+    """Rebuild the venv of LOCK with uv: exact pins, verified, the old venv kept."""
+    from envguard import lockfile, render
+    from envguard import restore as restore_mod
+
+    overrides = restore_mod.Overrides(
+        index_url=index_url,
+        extra_index_urls=extra_index_url,
+        find_links=find_links,
+        offline=offline,
+    )
+    with _errors():
+        locked = lockfile.read(lock)
+        target = venv or Path(locked.venv.path)
+        plan = restore_mod.plan(locked, target, _current(target), overrides)
+        if dry_run:
+            _emit(
+                as_json,
+                "restore",
+                {"dry_run": True, "plan": plan.to_dict()},
+                0,
+                lambda: render.restore_plan(plan),
+            )
+            return
+        if not as_json:
+            render.restore_plan(plan)
+        if plan.replaces_existing and not yes:
+            if not sys.stdin.isatty():
+                raise click.UsageError("restore replaces the venv: pass --yes to confirm")
+            click.confirm(f"Replace {plan.venv} (the old venv is kept)?", abort=True)
+        with render.progress(enabled=not as_json and sys.stderr.isatty()) as step:
+            outcome = restore_mod.execute(
+                locked, plan, overrides, force=force, verify_import=verify_import, progress=step
+            )
+        _emit(as_json, "restore", outcome.to_dict(), 0, lambda: render.restore_outcome(outcome))
+
+
+def _current(venv: Path) -> Snapshot | None:
+    from envguard import snapshot
+    from envguard.errors import VenvError
+
+    if not venv.exists():
+        return None
+    try:
+        return snapshot.take(venv, default_caches=False, with_code=False)
+    except VenvError:
+        return None
+
+
+def _emit(as_json: bool, kind: str, result: object, code: int, human: Callable[[], None]) -> None:
+    from envguard import render
+
+    if as_json:
+        click.echo(render.envelope(kind, result, code))
+    else:
+        human()
 
 
 def main() -> None:

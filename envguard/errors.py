@@ -21,3 +21,8 @@ class RepoError(EnvguardError):
 
 class CommandError(EnvguardError):
     """A subprocess could not be run or failed."""
+
+
+class NotRestored(EnvguardError):
+    """A restore stopped on purpose (venv in use, uv failed, verify mismatch): the old venv is
+    untouched. The CLI exits 1, not 2: the input was fine, the outcome is "not restored"."""

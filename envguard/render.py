@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from envguard.drift import DriftReport
     from envguard.model import Snapshot
+    from envguard.restore import Outcome, Plan
 
 # rich costs ~40 ms to import: it is loaded by the functions that draw, so that --json,
 # --quiet and error paths never pay for it.
@@ -188,3 +189,44 @@ def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: b
                 out.print(f"[bold]--- uncommitted change to {escape(c.subject)}[/]")
                 out.print(escape(c.patch), markup=True, soft_wrap=True)
     _print_notes(out, report.notes)
+
+
+def restore_plan(plan: Plan) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = console()
+    out.print(
+        f"[bold]Restore plan[/] for {escape(plan.venv)}: Python {plan.python}, "
+        f"{len(plan.pins)} pins from {escape(plan.indexes)}"
+    )
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("pin")
+    table.add_column("from")
+    for pin in plan.pins:
+        table.add_row(escape(pin.requirement), escape(pin.source))
+    out.print(table)
+    for line in plan.changes:
+        out.print(f"[yellow]changes:[/] {escape(line)}")
+    for removal in plan.removals:
+        out.print(f"[red]goes away:[/] {escape(removal.summary)}")
+    for line in plan.skipped:
+        out.print(f"[yellow]cannot pin:[/] {escape(line)}")
+    if not plan.replaces_existing:
+        out.print(f"{escape(plan.venv)} does not exist yet: it will be created")
+
+
+def restore_outcome(outcome: Outcome) -> None:
+    from rich.markup import escape
+
+    out = console()
+    for note in outcome.recovered:
+        out.print(f"[yellow]recovered:[/] {escape(note)}")
+    out.print(
+        f"[bold green]Restored[/] {escape(outcome.venv)}: {len(outcome.plan.pins)} "
+        "packages match the lock"
+    )
+    if outcome.backup:
+        out.print(f"the old venv is kept at [bold]{escape(outcome.backup)}[/]")
+    if outcome.import_check:
+        out.print(f"import torch: {escape(outcome.import_check)}")

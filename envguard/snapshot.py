@@ -22,6 +22,7 @@ def take(
     *,
     repo: Path | None = None,
     repo_required: bool = False,
+    with_code: bool = True,
     cache_dirs: Iterable[Path] = (),
     default_caches: bool = True,
     name: str | None = None,
@@ -66,7 +67,9 @@ def take(
     cache_list, cache_warnings = _caches(env, cache_dirs, default_caches, compat, step)
     step("code", 0, 1)
     repo_path = repo if repo is not None else Path.cwd()
-    code_state, code_warnings = code.probe(repo_path, required=repo_required)
+    code_state, code_warnings = (
+        code.probe(repo_path, required=repo_required) if with_code else (None, ())
+    )
     return Snapshot(
         name=name or found.name,
         taken_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

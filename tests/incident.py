@@ -9,6 +9,11 @@ from tests.wheels import build_wheel, cudart_header, cudnn_header, nccl_header, 
 
 GIT = "70d99e998b4955e0049d13a98d77ae1b14db1f45"
 N_SGLANG_DEPS = 46
+# Enough of torch's shape for `import torch; torch.__version__; torch.cuda.is_available()`.
+TORCH_PACKAGE = {
+    "torch/__init__.py": "from torch import cuda\nfrom torch.version import __version__\n",
+    "torch/cuda.py": "def is_available():\n    return False\n",
+}
 
 
 def known_good(house: Path) -> list[str]:
@@ -36,7 +41,7 @@ def known_good(house: Path) -> list[str]:
         "torch",
         "2.11.0+cu128",
         files={
-            "torch/__init__.py": "",
+            **TORCH_PACKAGE,
             "torch/version.py": torch_version_py("2.11.0+cu128", "12.8", GIT),
         },
         requires=[
@@ -79,7 +84,7 @@ def sglang_install(house: Path) -> list[str]:
         "2.11.0+cu130",
         metadata_version="2.11.0",
         files={
-            "torch/__init__.py": "",
+            **TORCH_PACKAGE,
             "torch/version.py": torch_version_py("2.11.0+cu130", "13.0", GIT),
         },
         requires=[

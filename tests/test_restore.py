@@ -1,0 +1,276 @@
+"""restore with the real uv binary and local wheelhouses: the replay, faults, refusals."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envguard import drift, lockfile, restore, snapshot
+from tests.conftest import make_venv, uv_bin, uv_install
+from tests.incident import known_good, sglang_install
+from tests.test_cli import envguard
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(venv, lockfile, wheelhouse) of the known-good training venv."""
+    venv = make_venv(tmp_path / "train-venv")
+    house = tmp_path / "before"
+    uv_install(venv, house, *known_good(house))
+    lock = tmp_path / "lockfiles" / "train.envguard.toml"
+    lockfile.write(lock, snapshot.take(venv, name="train", with_code=False))
+    return venv, lock, house
+
+
+def _drift(tmp_path: Path, venv: Path) -> None:
+    after = tmp_path / "after"
+    reqs = sglang_install(after)
+    subprocess.run(
+        [
+            uv_bin(),
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--offline",
+            "--no-index",
+            "--find-links",
+            str(after),
+            "--reinstall-package",
+            "torch",
+            "torch==2.11.0",
+            *reqs,
+        ],
+        check=True,
+    )
+
+
+def _restore(lock: Path, house: Path, *extra: str, env: dict[str, str] | None = None):
+    return envguard(
+        "restore", str(lock), "--find-links", str(house), "--offline", "--yes", *extra, env=env
+    )
+
+
+def _importable(venv: Path) -> str:
+    code = "import torch, torch.version; print(torch.version.__version__)"
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _siblings(venv: Path) -> list[str]:
+    """What restore may leave beside the venv; its lock file stays by design (a flock file
+    removed while another process holds it would let a third one in)."""
+    lock = f".{venv.name}.envguard-restore.lock"
+    return sorted(p.name for p in venv.parent.iterdir() if venv.name in p.name and p.name != lock)
+
+
+def test_replay_round_trips(tmp_path: Path, good) -> None:
+    venv, lock, house = good
+    _drift(tmp_path, venv)
+    assert _importable(venv) == "2.11.0+cu130"
+    done = _restore(lock, house, "--verify-import")
+    assert done.returncode == 0, done.stderr
+    assert "goes away: sglang 0.5.23 and" in done.stdout
+    assert "torch 2.11.0+cu130 → 2.11.0+cu128" in done.stdout
+    assert _importable(venv) == "2.11.0+cu128"
+    backups = [p for p in venv.parent.iterdir() if ".envguard-backup-" in p.name]
+    assert len(backups) == 1 and str(backups[0]) in done.stdout
+    assert _importable(backups[0]) == "2.11.0+cu130"  # the old venv still works where it is
+    report = drift.compare(lockfile.read(lock), snapshot.take(venv, with_code=False))
+    assert [
+        c
+        for c in report.changes
+        if c.area in ("packages", "torch", "cuda", "libraries") and c.severity != "info"
+    ] == []
+    # console scripts and the interpreter still work after the rename (relocatable venv)
+    assert (venv / "bin" / "python").exists()
+
+
+def test_dry_run_writes_nothing(tmp_path: Path, good) -> None:
+    venv, lock, house = good
+    _drift(tmp_path, venv)
+    before = (_siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv))
+    done = envguard("restore", str(lock), "--dry-run", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    pins = {p["name"]: p for p in doc["result"]["plan"]["pins"]}
+    assert pins["torch"]["requirement"] == "torch==2.11.0+cu128"
+    assert pins["torch"]["source"] == "https://download.pytorch.org/whl/cu128"
+    assert pins["numpy"]["source"] == "the default index"
+    assert (
+        "torch-family from https://download.pytorch.org/whl/cu128"
+        in doc["result"]["plan"]["indexes"]
+    )
+    assert (_siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv)) == before
+
+
+def _fake_uv(tmp_path: Path, on_sync: str) -> dict[str, str]:
+    """A uv that behaves as the real one except for `pip sync`, where it runs ``on_sync``."""
+    script = tmp_path / "fake-uv"
+    script.write_text(f"""#!/bin/sh
+if [ "$1" = pip ] && [ "$2" = sync ]; then
+{on_sync}
+fi
+exec {uv_bin()} "$@"
+""")
+    script.chmod(0o755)
+    return {"ENVGUARD_UV": str(script)}
+
+
+@pytest.mark.parametrize(
+    ("on_sync", "message"),
+    [
+        ("echo 'error: network is down' >&2; exit 2", "uv pip sync failed"),
+        ("kill -9 $$", "uv pip sync failed"),
+    ],
+)
+def test_uv_failure_keeps_the_old_venv(tmp_path: Path, good, on_sync: str, message: str) -> None:
+    venv, lock, house = good
+    _drift(tmp_path, venv)
+    before = _siblings(venv)
+    done = _restore(lock, house, env=_fake_uv(tmp_path, on_sync))
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+    assert _importable(venv) == "2.11.0+cu130"
+    assert _siblings(venv) == before  # no half-built venv, no journal left behind
+
+
+def test_verify_mismatch_keeps_the_old_venv(tmp_path: Path, good) -> None:
+    venv, lock, house = good
+    _drift(tmp_path, venv)
+    extra = tmp_path / "extra"
+    from tests.wheels import build_wheel
+
+    build_wheel(extra, "surprise", "1.0")
+    # uv syncs, then something slips one more package in: verification must catch it
+    env = _fake_uv(
+        tmp_path,
+        f'{uv_bin()} "$@" || exit $?; PY=$4; {uv_bin()} pip install -q '
+        f'--python "$PY" --offline --no-index --find-links {extra} surprise;'
+        " exit $?",
+    )
+    done = _restore(lock, house, env=env)
+    assert done.returncode == 1 and "does not match the lock" in done.stderr
+    assert "surprise" in done.stderr
+    assert _importable(venv) == "2.11.0+cu130"
+
+
+def test_missing_interpreter_changes_nothing(tmp_path: Path, good) -> None:
+    import dataclasses
+
+    venv, lock, house = good
+    snap = lockfile.read(lock)
+    odd = dataclasses.replace(snap, python=dataclasses.replace(snap.python, version="3.99.1"))
+    lockfile.write(lock, odd)
+    before = _siblings(venv)
+    done = _restore(lock, house)
+    assert done.returncode == 2 and "no Python 3.99.1 interpreter found" in done.stderr
+    assert _siblings(venv) == before and _importable(venv) == "2.11.0+cu128"
+
+
+def test_pins_uv_cannot_find_are_named(tmp_path: Path, good) -> None:
+    venv, lock, _ = good
+    partial = tmp_path / "partial-house"
+    partial.mkdir()
+    for wheel in (tmp_path / "before").glob("*.whl"):
+        if not wheel.name.startswith(("numpy", "tokenizers")):
+            (partial / wheel.name).write_bytes(wheel.read_bytes())
+    done = _restore(lock, partial)
+    assert done.returncode == 1
+    assert "uv could not find" in done.stderr and str(partial) in done.stderr
+    assert "numpy" in done.stderr and "tokenizers" in done.stderr
+    assert _importable(venv) == "2.11.0+cu128"
+
+
+def test_concurrent_restore_refuses(tmp_path: Path, good) -> None:
+    venv, lock, house = good
+    lock_file = venv.parent / f".{venv.name}.envguard-restore.lock"
+    with open(lock_file, "w") as fh:
+        fh.write("4242")
+        fh.flush()
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        done = _restore(lock, house)
+    assert done.returncode == 1 and "another envguard restore" in done.stderr
+    assert "pid 4242" in done.stderr
+
+
+def test_refuses_while_in_use(tmp_path: Path, good) -> None:
+    venv, lock, house = good
+    user = subprocess.Popen([str(venv / "bin" / "python"), "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.3)
+        done = _restore(lock, house)
+        assert done.returncode == 1 and f"pid {user.pid}" in done.stderr
+        forced = _restore(lock, house, "--force")
+        assert forced.returncode == 0, forced.stderr
+    finally:
+        user.kill()
+
+
+def test_kill_9_during_install_then_next_restore_cleans_up(tmp_path: Path, good) -> None:
+    venv, lock, house = good
+    _drift(tmp_path, venv)
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        **_fake_uv(tmp_path, f"touch {tmp_path}/syncing; sleep 60"),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "envguard",
+            "restore",
+            str(lock),
+            "--find-links",
+            str(house),
+            "--offline",
+            "--yes",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    for _ in range(200):
+        if (tmp_path / "syncing").exists():
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    leftovers = [n for n in _siblings(venv) if "envguard-new" in n or "restore.json" in n]
+    assert len(leftovers) == 2  # the half-built venv and the journal
+    assert _importable(venv) == "2.11.0+cu130"
+    done = _restore(lock, house)
+    assert done.returncode == 0, done.stderr
+    assert "recovered: an earlier restore" in done.stdout and "half-built" in done.stdout
+    assert not [n for n in _siblings(venv) if "envguard-new" in n or "restore.json" in n]
+    assert _importable(venv) == "2.11.0+cu128"
+
+
+def test_plan_is_pure_and_reports_direct_urls(tmp_path: Path, good) -> None:
+    import dataclasses
+
+    _, lock, _ = good
+    snap = lockfile.read(lock)
+    gone = dataclasses.replace(
+        snap.packages[0], direct_url="file:///nonexistent/pkg", editable=True
+    )
+    vcs = dataclasses.replace(snap.packages[1], direct_url="git+https://example.com/x.git@abc")
+    odd = dataclasses.replace(snap, packages=(gone, vcs, *snap.packages[2:]))
+    plan = restore.plan(odd, tmp_path / "v", None, restore.Overrides())
+    assert plan.skipped == (
+        f"{gone.name} {gone.version}: installed from file:///nonexistent/pkg,"
+        " which no longer exists",
+    )
+    assert plan.pins[0].requirement == f"{vcs.name} @ git+https://example.com/x.git@abc"
+    assert plan == restore.plan(odd, tmp_path / "v", None, restore.Overrides())
