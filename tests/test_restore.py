@@ -97,7 +97,7 @@ def test_replay_round_trips(tmp_path: Path, good) -> None:
 
 
 def test_dry_run_writes_nothing(tmp_path: Path, good) -> None:
-    venv, lock, house = good
+    venv, lock, _ = good
     _drift(tmp_path, venv)
     before = (_siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv))
     done = envguard("restore", str(lock), "--dry-run", "--json")
