@@ -67,6 +67,7 @@ def cli() -> None:
 @click.option("--name", help="Snapshot name (default: the venv's prompt or folder name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the snapshot as a JSON envelope.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the lockfile's path.")
+@click.option("--save-cache", is_flag=True, help="Also archive the compile caches beside it.")
 def snapshot(
     venv: Path | None,
     repo: Path | None,
@@ -76,6 +77,7 @@ def snapshot(
     name: str | None,
     as_json: bool,
     quiet: bool,
+    save_cache: bool,
 ) -> None:
     """Record the environment in a lockfile."""
     from envguard import lockfile, render
@@ -95,6 +97,12 @@ def snapshot(
             )
         path = output or lockfile.default_path(snap.name)
         lockfile.write(path, snap)
+        if save_cache:
+            from envguard import cache_archive
+            from envguard._units import human_bytes
+
+            archive, size = cache_archive.save(snap, path)
+            click.echo(f"saved the compile caches to {archive} ({human_bytes(size)})", err=True)
         if as_json:
             click.echo(render.envelope("snapshot", {"lockfile": str(path), **snap.to_dict()}, 0))
         elif quiet:
@@ -181,9 +189,7 @@ def _in_repo(path: Path) -> bool:
 
 @cli.command()
 @click.argument("lock", type=_PATH)
-@click.option(
-    "--venv", type=_PATH, help="The venv to rebuild (default: the one the lock recorded)."
-)
+@click.option("--venv", type=_PATH, help="The venv to rebuild (default: the lock's).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before replacing the venv.")
 @click.option("--index-url", help="Replace the inferred indexes with this one.")
@@ -192,6 +198,10 @@ def _in_repo(path: Path) -> bool:
 @click.option("--offline", is_flag=True, help="Use no network: uv's cache and --find-links only.")
 @click.option("--force", is_flag=True, help="Restore even while processes use the venv.")
 @click.option("--verify-import", is_flag=True, help="Also import torch in the new venv.")
+@click.option("--code", is_flag=True, help="Only the repo: the snapshot's HEAD and patch.")
+@click.option("--repo", type=_PATH, help="The repo for --code (default: the lock's).")
+@click.option("--cache", is_flag=True, help="Only the saved compile caches, if they fit.")
+@click.option("--all", "everything", is_flag=True, help="The venv, then the code and caches.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as a JSON envelope.")
 def restore(
     lock: Path,
@@ -204,6 +214,10 @@ def restore(
     offline: bool,
     force: bool,
     verify_import: bool,
+    code: bool,
+    repo: Path | None,
+    cache: bool,
+    everything: bool,
     as_json: bool,
 ) -> None:
     """Rebuild the venv of LOCK with uv: exact pins, verified, the old venv kept."""
@@ -219,6 +233,9 @@ def restore(
     with _errors():
         locked = lockfile.read(lock)
         target = venv or Path(locked.venv.path)
+        if (code or cache) and not everything:
+            _restore_parts(lock, locked, target, code, repo, cache, dry_run, as_json)
+            return
         plan = restore_mod.plan(locked, target, _current(target), overrides)
         if dry_run:
             _emit(
@@ -240,6 +257,26 @@ def restore(
                 locked, plan, overrides, force=force, verify_import=verify_import, progress=step
             )
         _emit(as_json, "restore", outcome.to_dict(), 0, lambda: render.restore_outcome(outcome))
+        if everything:
+            _restore_parts(lock, locked, target, True, repo, True, False, as_json)
+
+
+def _restore_parts(
+    lock_path: Path,
+    locked: Snapshot,
+    venv: Path,
+    code: bool,
+    repo: Path | None,
+    cache: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    from envguard import render, restore_parts
+
+    result = restore_parts.run(
+        lock_path, locked, venv, code=code, repo=repo, cache=cache, dry_run=dry_run
+    )
+    _emit(as_json, "restore", result, 0, lambda: render.restore_parts(result))
 
 
 def _current(venv: Path) -> Snapshot | None:
@@ -261,6 +298,43 @@ def _emit(as_json: bool, kind: str, result: object, code: int, human: Callable[[
         click.echo(render.envelope(kind, result, code))
     else:
         human()
+
+
+@cli.command()
+@click.argument("lock", type=_PATH)
+@click.option("--format", "fmt", type=click.Choice(["pylock"]), default="pylock", show_default=True)
+@click.option("-o", "--output", type=_PATH, default=Path("pylock.toml"), show_default=True)
+@click.option("--resolve", is_flag=True, help="Ask the inferred indexes for wheels and hashes.")
+@click.option("--index-url", help="Resolve against this index instead.")
+@click.option("--extra-index-url", multiple=True, help="Another index (repeatable).")
+@click.option("--find-links", multiple=True, help="Resolve against a local wheelhouse.")
+@click.option("--offline", is_flag=True, help="Use no network: uv's cache and --find-links.")
+def export(
+    lock: Path,
+    fmt: str,
+    output: Path,
+    resolve: bool,
+    index_url: str | None,
+    extra_index_url: tuple[str, ...],
+    find_links: tuple[str, ...],
+    offline: bool,
+) -> None:
+    """Write LOCK's packages as a PEP 751 pylock.toml that `uv pip sync` installs."""
+    from envguard import export as export_mod
+    from envguard import lockfile
+    from envguard import restore as restore_mod
+
+    overrides = restore_mod.Overrides(
+        index_url=index_url,
+        extra_index_urls=extra_index_url,
+        find_links=find_links,
+        offline=offline,
+    )
+    with _errors():
+        export_mod.check_name(output)
+        data = export_mod.pylock(lockfile.read(lock), overrides, resolve=resolve)
+        export_mod.write(output, data)
+        click.echo(f"wrote {output} ({fmt}, PEP 751)")
 
 
 def main() -> None:

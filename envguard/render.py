@@ -230,3 +230,33 @@ def restore_outcome(outcome: Outcome) -> None:
         out.print(f"the old venv is kept at [bold]{escape(outcome.backup)}[/]")
     if outcome.import_check:
         out.print(f"import torch: {escape(outcome.import_check)}")
+
+
+def restore_parts(result: dict[str, object]) -> None:
+    from rich.markup import escape
+
+    out = console()
+    code = result.get("code")
+    if isinstance(code, dict) and "root" in code:
+        if code.get("saved"):
+            out.print(f"saved your uncommitted work as [bold]{escape(str(code['saved']))}[/]")
+        where = code.get("branch") or "detached HEAD"
+        out.print(
+            f"[bold green]Restored code[/]: {escape(str(code['root']))} is at "
+            f"{str(code['head'])[:12]} ({escape(str(where))}) with the snapshot's patch "
+            f"({code['patched_files']} files)"
+        )
+    elif isinstance(code, dict):
+        out.print(
+            f"would check out {str(code['head'])[:12]} and apply a patch of "
+            f"{code['files']} files (uncommitted work is stashed first)"
+        )
+    caches = result.get("cache")
+    if isinstance(caches, list):
+        for c in caches:
+            out.print(
+                f"[bold green]Restored cache[/]: {c['kind']}, {c['files']} files into "
+                f"{escape(str(c['path']))}"
+            )
+    elif isinstance(caches, dict):
+        out.print(f"would unpack {escape(str(caches['archive']))} if its caches fit this venv")

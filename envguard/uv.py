@@ -154,6 +154,33 @@ def _req_name(line: str) -> str:
     return re.split(r"[=<>!~ @\[;]", line.strip(), maxsplit=1)[0].lower()
 
 
+def compile_pylock(requirements: Path, output: Path, indexes: Indexes, python: str) -> None:
+    """Resolve exact pins to wheel URLs and hashes, written as PEP 751 by uv."""
+    args = [
+        "pip",
+        "compile",
+        "--quiet",
+        "--no-deps",
+        "--format",
+        "pylock.toml",
+        "--python-version",
+        python,
+        "--no-header",
+        *indexes.argv(),
+        str(requirements),
+        "-o",
+        str(output),
+    ]
+    done = _uv(args, timeout=1800)
+    if done.returncode != 0:
+        missing = missing_packages(done.stderr)
+        if missing:
+            raise UvError(
+                f"uv could not find {', '.join(missing)} in {indexes.describe()}", missing
+            )
+        raise UvError(f"uv pip compile failed (exit {done.returncode}): {_last(done.stderr)}")
+
+
 def missing_packages(stderr: str) -> list[str]:
     names: list[str] = []
     for pattern in _NOT_FOUND:

@@ -112,5 +112,5 @@ def test_default_paths_follow_torch_and_triton(monkeypatch) -> None:
 
 @pytest.mark.parametrize("name", ["a.lock", "b.tmp", "__pycache__", "tmpk2j3h4g5", ".hidden"])
 def test_skipped_names(name: str) -> None:
-    assert caches._skip(name)
-    assert not caches._skip("fxgraph")
+    assert caches.skipped(name)
+    assert not caches.skipped("fxgraph")

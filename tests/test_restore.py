@@ -274,3 +274,38 @@ def test_plan_is_pure_and_reports_direct_urls(tmp_path: Path, good) -> None:
     )
     assert plan.pins[0].requirement == f"{vcs.name} @ git+https://example.com/x.git@abc"
     assert plan == restore.plan(odd, tmp_path / "v", None, restore.Overrides())
+
+
+def test_all_restores_venv_then_code_and_cache(
+    tmp_path: Path, repo: Path, inductor_cache: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor_cache))
+    venv = make_venv(tmp_path / "train-venv")
+    house = tmp_path / "before"
+    uv_install(venv, house, *known_good(house))
+    (repo / "dflash_model.py").write_text("def forward(x):\n    return x + 1\n")
+    lock = tmp_path / "lockfiles" / "train.envguard.toml"
+    saved = envguard(
+        "snapshot", "--venv", str(venv), "--repo", str(repo), "-o", str(lock), "--save-cache", "-q"
+    )
+    assert saved.returncode == 0, saved.stderr
+    assert "saved the compile caches to" in saved.stderr
+    # the incident: venv drifted, cache gone, the patch committed away and new work started
+    _drift(tmp_path, venv)
+    import shutil
+
+    shutil.rmtree(inductor_cache)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "wip"], check=True)
+    (repo / "train.py").write_text("new work\n")
+
+    dry = envguard("restore", str(lock), "--code", "--cache", "--dry-run", "--json")
+    assert dry.returncode == 0 and json.loads(dry.stdout)["result"]["code"]["files"] == 1
+    done = _restore(lock, house, "--all")
+    assert done.returncode == 0, done.stderr
+    assert "saved your uncommitted work as stash@{0}" in done.stdout
+    assert "Restored cache: inductor, 108 files" in done.stdout
+    assert _importable(venv) == "2.11.0+cu128"
+    assert (repo / "dflash_model.py").read_text() == "def forward(x):\n    return x + 1\n"
+    after = envguard("diff", str(lock), "--venv", str(venv), "--repo", str(repo), "--json")
+    changes = json.loads(after.stdout)["result"]["changes"]
+    assert [c for c in changes if c["severity"] != "info"] == [], changes

@@ -106,7 +106,8 @@ def probe(
     return cache, warnings if unreadable else ()
 
 
-def _skip(name: str) -> bool:
+def skipped(name: str) -> bool:
+    """Locks, temp files and __pycache__: never part of a fingerprint or an archive."""
     return name == "__pycache__" or name.endswith(_SKIP_SUFFIXES) or bool(_TMP_NAME.match(name))
 
 
@@ -123,7 +124,7 @@ def _walk(root: Path) -> tuple[list[_Entry], int]:
             unreadable += 1
             continue
         for item in items:
-            if _skip(item.name):
+            if skipped(item.name):
                 continue
             rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
             try:
