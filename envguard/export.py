@@ -44,11 +44,14 @@ def pylock(lock: Snapshot, overrides: restore.Overrides, *, resolve: bool) -> by
     return data
 
 
-def write(path: Path, data: bytes) -> None:
-    if path.name != "pylock.toml" and not (
-        path.name.startswith("pylock.") and path.name.endswith(".toml")
-    ):
+def check_name(path: Path) -> None:
+    name = path.name
+    if name != "pylock.toml" and not (name.startswith("pylock.") and name.endswith(".toml")):
         raise EnvguardError(f"{path}: PEP 751 names lock files pylock.toml or pylock.NAME.toml")
+
+
+def write(path: Path, data: bytes) -> None:
+    check_name(path)
     atomic_write(path, data)
 
 

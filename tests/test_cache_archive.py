@@ -74,7 +74,7 @@ def _evil_archive(lock: Path, member: tarfile.TarInfo, data: bytes = b"x") -> No
 
 @pytest.mark.parametrize("name", ["0-inductor/../../escaped", "0-inductor//etc/passwd"])
 def test_path_traversal_is_refused(saved, tmp_path: Path, monkeypatch, name: str) -> None:
-    snap, lock, _, _, venv = saved
+    snap, lock, _, _, _ = saved
     _evil_archive(lock, tarfile.TarInfo(name))
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "t"))
     with pytest.raises(NotRestored, match="outside"):

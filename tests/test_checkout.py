@@ -54,7 +54,7 @@ def test_missing_commit_changes_nothing(repo: Path, tmp_path: Path) -> None:
 
     snap = dataclasses.replace(_snapshot_code(repo), head="f" * 40)
     (repo / "train.py").write_text("work in progress\n")
-    with pytest.raises(NotRestored, match="is not in .* Nothing was changed"):
+    with pytest.raises(NotRestored, match=r"is not in .* Nothing was changed"):
         checkout.restore_code(snap, repo)
     assert (repo / "train.py").read_text() == "work in progress\n"
     assert git(repo, "stash", "list") == ""
