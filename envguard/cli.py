@@ -247,7 +247,7 @@ def restore(
             )
             return
         if not as_json:
-            render.restore_plan(plan)
+            render.restore_plan(plan, full=False)
         if plan.replaces_existing and not yes:
             if not sys.stdin.isatty():
                 raise click.UsageError("restore replaces the venv: pass --yes to confirm")

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envguard.model import Distribution
@@ -27,6 +26,9 @@ class InstallGroup:
 
 
 def requirement_names(dist: Distribution) -> set[str]:
+    # packaging.requirements costs ~20 ms to import; only groups of two or more need it.
+    from packaging.requirements import InvalidRequirement, Requirement
+
     names: set[str] = set()
     for text in dist.requires:
         try:

@@ -92,23 +92,35 @@ def _decode(tp: Any, data: Any, path: str) -> Any:
     raise TypeError(f"model type {tp!r} at {path} is not supported")  # a bug, not bad input
 
 
+_SCHEMAS: dict[type, tuple[dict[str, Any], dict[str, bool]]] = {}
+
+
+def _schema(cls: type[Record]) -> tuple[dict[str, Any], dict[str, bool]]:
+    """Per class, once: each field's type, and whether the field is required."""
+    if cls in _SCHEMAS:
+        return _SCHEMAS[cls]
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    required = {
+        f.name: f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type,unused-ignore]
+    }
+    _SCHEMAS[cls] = (hints, required)
+    return hints, required
+
+
 def _decode_record(cls: type[Record], data: Any, path: str) -> Record:
     if not isinstance(data, dict):
         raise _fail(path, "a table", data)
-    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
-    known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type,unused-ignore]
-    unknown = sorted(set(data) - set(known))
+    hints, required = _schema(cls)
+    unknown = sorted(set(data) - set(required))
     if unknown:
         raise LockfileError(f"{path}.{unknown[0]}: unknown field")
     kwargs: dict[str, Any] = {}
-    for name, f in known.items():
-        sub = f"{path}.{name}"
-        if name not in data:
-            no_default = f.default is dataclasses.MISSING
-            if no_default and f.default_factory is dataclasses.MISSING:
-                raise LockfileError(f"{sub}: missing")
-            continue
-        kwargs[name] = _decode(hints[name], data[name], sub)
+    for name, needed in required.items():
+        if name in data:
+            kwargs[name] = _decode(hints[name], data[name], f"{path}.{name}")
+        elif needed:
+            raise LockfileError(f"{path}.{name}: missing")
     record = cls(**kwargs)
     record.validate(path)
     return record

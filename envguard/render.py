@@ -191,7 +191,8 @@ def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: b
     _print_notes(out, report.notes)
 
 
-def restore_plan(plan: Plan) -> None:
+def restore_plan(plan: Plan, *, full: bool = True) -> None:
+    """The plan; without ``full``, only pins from somewhere other than the default index."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -200,12 +201,19 @@ def restore_plan(plan: Plan) -> None:
         f"[bold]Restore plan[/] for {escape(plan.venv)}: Python {plan.python}, "
         f"{len(plan.pins)} pins from {escape(plan.indexes)}"
     )
+    shown = [p for p in plan.pins if full or p.source != "the default index"]
     table = Table(show_header=True, header_style="bold")
     table.add_column("pin")
     table.add_column("from")
-    for pin in plan.pins:
+    for pin in shown:
         table.add_row(escape(pin.requirement), escape(pin.source))
-    out.print(table)
+    if shown:
+        out.print(table)
+    if len(shown) < len(plan.pins):
+        out.print(
+            f"and {len(plan.pins) - len(shown)} pins from the default index "
+            "(--dry-run lists every pin)"
+        )
     for line in plan.changes:
         out.print(f"[yellow]changes:[/] {escape(line)}")
     for removal in plan.removals:

@@ -6,6 +6,7 @@ verifying and swapping go through :mod:`envguard.uv` and :mod:`envguard.transact
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -206,10 +207,11 @@ def execute(
                 listed = "; ".join(f"pid {u.pid}: {u.command}" for u in users[:5])
                 raise NotRestored(f"{paths.venv} is in use ({listed}); stop them or pass --force")
         step("create venv", 0, 1)
-        python = uv_backend.find_python(the_plan.python)
+        python = uv_backend.home_python(the_plan.python, lock.python.home)
+        python = python or uv_backend.find_python(the_plan.python)
         transaction.record(paths, "building")
         try:
-            uv_backend.create_venv(paths.new, python, lock.venv.prompt)
+            _create(paths.new, python, the_plan.python, lock.venv.prompt)
             step("install", 0, len(the_plan.pins))
             with tempfile.TemporaryDirectory(prefix="envguard-restore-") as tmp:
                 reqs = Path(tmp) / "requirements.txt"
@@ -238,6 +240,16 @@ def execute(
         import_check=checked,
         plan=the_plan,
     )
+
+
+def _create(path: Path, python: str, version: str, prompt: str | None) -> None:
+    """A venv of exactly ``version``: the lock's own interpreter first, else uv's search."""
+    from envguard.probes.venv import locate
+
+    uv_backend.create_venv(path, python, prompt)
+    if locate(path).python.version != version:
+        shutil.rmtree(path, ignore_errors=True)
+        uv_backend.create_venv(path, uv_backend.find_python(version), prompt)
 
 
 def _skipped(change: drift.Change, the_plan: Plan) -> bool:

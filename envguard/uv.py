@@ -97,6 +97,18 @@ def _uv(args: Sequence[str], timeout: float) -> Completed:
         raise UvError(str(exc)) from exc
 
 
+def home_python(version: str, home: str | None) -> str | None:
+    """The locked venv's own base interpreter (pyvenv.cfg ``home``), if it is still there.
+
+    Searching with ``uv python find`` queries every interpreter on PATH (a quarter second
+    with pyenv shims); the caller checks the new venv's version instead.
+    """
+    if not home:
+        return None
+    candidate = Path(home) / f"python{'.'.join(version.split('.')[:2])}"
+    return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
 def find_python(version: str) -> str:
     """The path of an interpreter of exactly ``version``, or a clear error."""
     done = _uv(["python", "find", "--no-python-downloads", f"=={version}"], timeout=60)
