@@ -64,29 +64,75 @@ def main() -> None:
         py = sys.executable
         source = work / "source"
         subprocess.run([uv, "venv", "-q", "--python", py, str(source)], check=True)
-        subprocess.run([uv, "pip", "install", "-q", "--python", str(source / "bin" / "python"),
-                        *offline, "-r", str(reqs)], check=True)  # also warms uv's cache
+        subprocess.run(
+            [
+                uv,
+                "pip",
+                "install",
+                "-q",
+                "--python",
+                str(source / "bin" / "python"),
+                *offline,
+                "-r",
+                str(reqs),
+            ],
+            check=True,
+        )  # also warms uv's cache
         lock = work / "train.envguard.toml"
-        subprocess.run([*envguard, "snapshot", "--venv", str(source), "-o", str(lock), "-q",
-                        "--no-default-caches"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                *envguard,
+                "snapshot",
+                "--venv",
+                str(source),
+                "-o",
+                str(lock),
+                "-q",
+                "--no-default-caches",
+            ],
+            check=True,
+            capture_output=True,
+        )
         raw, fresh, replace = [], [], []
         for i in range(args.runs):
             target = work / f"raw{i}"
-            raw.append(timed(["sh", "-c", f"{uv} venv -q --python {py} {target} && {uv} pip "
-                              f"install -q --python {target}/bin/python {' '.join(offline)} "
-                              f"-r {reqs}"]))
-            restore = [*envguard, "restore", str(lock), "--find-links", str(house), "--offline",
-                       "--yes"]
+            raw.append(
+                timed(
+                    [
+                        "sh",
+                        "-c",
+                        f"{uv} venv -q --python {py} {target} && {uv} pip "
+                        f"install -q --python {target}/bin/python {' '.join(offline)} "
+                        f"-r {reqs}",
+                    ]
+                )
+            )
+            restore = [
+                *envguard,
+                "restore",
+                str(lock),
+                "--find-links",
+                str(house),
+                "--offline",
+                "--yes",
+            ]
             fresh.append(timed([*restore, "--venv", str(work / f"fresh{i}")]))
             replace.append(timed([*restore, "--venv", str(source)]))
             for p in work.glob("source.envguard-backup-*"):
                 shutil.rmtree(p)
-    result = {name: statistics.median(v) * 1000 for name, v in
-              (("raw uv venv && uv pip install", raw), ("envguard restore (new path)", fresh),
-               ("envguard restore (replace existing)", replace))}
+    result = {
+        name: statistics.median(v) * 1000
+        for name, v in (
+            ("raw uv venv && uv pip install", raw),
+            ("envguard restore (new path)", fresh),
+            ("envguard restore (replace existing)", replace),
+        )
+    }
     base = result["raw uv venv && uv pip install"]
-    lines = ["| command (197 pins, warm uv cache, offline) | median ms | × raw uv |",
-             "|---|---:|---:|"]
+    lines = [
+        "| command (197 pins, warm uv cache, offline) | median ms | × raw uv |",
+        "|---|---:|---:|",
+    ]
     lines += [f"| {k} | {v:.0f} | {v / base:.2f}× |" for k, v in result.items()]
     print("\n".join(lines))
     if args.json:
