@@ -55,6 +55,18 @@ def run(
     return done
 
 
+def stream(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> int:
+    """Run ``argv`` with the terminal's stdin/stdout/stderr, unchanged; its exit code."""
+    try:
+        return subprocess.run(
+            list(argv), env=dict(env) if env is not None else None, check=False
+        ).returncode
+    except FileNotFoundError as exc:
+        raise CommandError(f"{argv[0]}: not found") from exc
+    except PermissionError as exc:
+        raise CommandError(f"{argv[0]}: not executable") from exc
+
+
 def _short(argv: Sequence[str]) -> str:
     """The command for an error line: no multi-line ``-c`` programs, no endless paths."""
     parts = [str(a).splitlines()[0] if str(a) else "''" for a in argv[:3]]

@@ -13,6 +13,7 @@ import click
 from envguard import __version__
 
 if TYPE_CHECKING:
+    from envguard import journal
     from envguard.model import Snapshot
 
 _PATH = click.Path(path_type=Path)
@@ -143,10 +144,10 @@ def diff(
         raise click.UsageError("give at most two lockfiles: LOCK, or LOCK_A LOCK_B")
     with _errors():
         if len(locks) == 2:
-            old, new = lockfile.read(locks[0]), lockfile.read(locks[1])
+            old, new, path = lockfile.read(locks[0]), lockfile.read(locks[1]), locks[0]
         else:
-            old, new = _lock_and_live(locks[0] if locks else None, venv, repo, not as_json)
-        report = drift.compare(old, new)
+            old, new, path = _lock_and_live(locks[0] if locks else None, venv, repo, not as_json)
+        report = drift.compare(old, new, _journal_for(path))
         fails = report.fails(fail_on)
         code = 1 if fails else 0
         if as_json:
@@ -158,7 +159,7 @@ def diff(
 
 def _lock_and_live(
     lock: Path | None, venv: Path | None, repo: Path | None, show: bool
-) -> tuple[Snapshot, Snapshot]:
+) -> tuple[Snapshot, Snapshot, Path]:
     from envguard import lockfile, render, snapshot
     from envguard.probes.venv import default_venv_path, locate
 
@@ -180,7 +181,20 @@ def _lock_and_live(
             name=old.name,
             progress=step,
         )
-    return old, new
+    return old, new, path
+
+
+def _journal_for(lock: Path) -> list[journal.Entry]:
+    """The lock's install journal; a damaged one is a warning here (``log`` fails on it)."""
+    from envguard import journal as journal_mod
+    from envguard import render
+    from envguard.errors import LockfileError
+
+    try:
+        return journal_mod.read(journal_mod.path_for(lock))
+    except LockfileError as exc:
+        render.warning_line(f"{exc}; causes are inferred instead")
+        return []
 
 
 def _in_repo(path: Path) -> bool:
@@ -335,6 +349,96 @@ def export(
         data = export_mod.pylock(lockfile.read(lock), overrides, resolve=resolve)
         export_mod.write(output, data)
         click.echo(f"wrote {output} ({fmt}, PEP 751)")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option(
+    "--venv", type=_PATH, help="The venv the command installs into (default: as snapshot)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the journal record as JSON.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def run(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
+    """Run COMMAND in the venv and journal the drift it caused: envguard run -- uv pip install X."""
+    from envguard import protect, render, watch
+    from envguard.probes.venv import default_venv_path
+
+    with _errors():
+        target = default_venv_path(venv)
+        watched = watch.run(
+            target, command, watch.journal_path(target), extra_env=protect.constraint_env(target)
+        )
+        if as_json:
+            click.echo(render.envelope("run", watched.entry.to_dict(), watched.exit_code))
+        else:
+            render.run_summary(watched)
+    sys.exit(watched.exit_code)
+
+
+@cli.command()
+@click.option("--venv", type=_PATH, help="Whose journal (default: as snapshot).")
+@click.option("--json", "as_json", is_flag=True, help="Print the journal as JSON.")
+def log(venv: Path | None, as_json: bool) -> None:
+    """List the install journal of a venv."""
+    from envguard import journal, render, watch
+    from envguard.probes.venv import default_venv_path
+
+    with _errors():
+        path = watch.journal_path(default_venv_path(venv))
+        entries = journal.read(path)
+        result = {"journal": str(path), "entries": [e.to_dict() for e in entries]}
+        _emit(as_json, "log", result, 0, lambda: render.journal_table(path, entries))
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--venv", type=_PATH, help="The venv to check against (default: as snapshot).")
+@click.option("--json", "as_json", is_flag=True, help="Print the forecast as JSON.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def preflight(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
+    """What an install would change, before it runs: envguard preflight -- pip install X."""
+    from envguard import preflight as pre
+    from envguard import render, snapshot
+    from envguard.probes.venv import default_venv_path
+
+    with _errors():
+        target = default_venv_path(venv)
+        cmd = pre.parse(command)
+        before = snapshot.take(target, default_caches=False, with_code=False)
+        forecast = pre.forecast(before, pre.dry_run(cmd, target))
+        code = 1 if forecast.critical() else 0
+        result = {"reasons": list(forecast.reasons), **forecast.report.to_dict()}
+        _emit(as_json, "preflight", result, code, lambda: render.preflight(forecast))
+    sys.exit(code)
+
+
+@cli.command(name="protect")
+@click.argument("lock", type=_PATH)
+@click.option("--venv", type=_PATH, help="The venv to protect (default: the lock's).")
+@click.option("--package", "packages", multiple=True, help="Also pin this package (repeatable).")
+def protect_cmd(lock: Path, venv: Path | None, packages: tuple[str, ...]) -> None:
+    """Make installs into the venv unable to replace torch, its CUDA wheels, triton, ..."""
+    from envguard import lockfile, protect
+
+    with _errors():
+        locked = lockfile.read(lock)
+        done = protect.protect(locked, venv or Path(locked.venv.path), packages)
+        click.echo(f"protected {done.venv}: {len(done.pins)} pins in {done.constraints}")
+        click.echo(
+            "pip: always (the venv's pip.conf); uv: when the venv is activated or "
+            "through envguard run"
+        )
+
+
+@cli.command(name="unprotect")
+@click.option("--venv", type=_PATH, help="The venv (default: as snapshot).")
+def unprotect_cmd(venv: Path | None) -> None:
+    """Lift envguard protect."""
+    from envguard import protect
+    from envguard.probes.venv import default_venv_path
+
+    with _errors():
+        target = default_venv_path(venv)
+        lifted = protect.unprotect(target)
+        click.echo(f"unprotected {target}" if lifted else f"{target} was not protected")
 
 
 def main() -> None:

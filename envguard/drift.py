@@ -6,12 +6,13 @@ training. No I/O here: the CLI decides where the two snapshots come from.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envguard import grouping
+from envguard import attribution, grouping
 from envguard._units import human_bytes
 from envguard.model import (
     CodeState,
@@ -66,6 +67,7 @@ class Change(Record):
     why: str
     members: tuple[str, ...] = ()  # drill-down: the packages of a group
     patch: str = ""  # the new side's patch for a code file, for --show-patch
+    cause: str = ""  # who or what changed it: a journal record, or the install group
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,7 +88,10 @@ class DriftReport(Record):
         return any(c.severity in allowed for c in self.changes)
 
 
-def compare(old: Snapshot, new: Snapshot) -> DriftReport:
+def compare(
+    old: Snapshot, new: Snapshot, journal: Sequence[attribution.JournalEntry] = ()
+) -> DriftReport:
+    """``journal``: ``envguard run`` records, which win over inferred causes."""
     covered = {
         "torch",
         *(b.name for b in old.torch_family),
@@ -100,12 +105,28 @@ def compare(old: Snapshot, new: Snapshot) -> DriftReport:
         *_caches(old, new), *_packages(old, new, covered), *_environ(old, new), *_host(old, new),
     ]  # fmt: skip
     changes.sort(key=lambda c: (SEVERITIES.index(c.severity), _AREAS.index(c.area)))
+    causes = attribution.causes(old, new, journal)
+    changes = [_attributed(c, causes) for c in changes]
     return DriftReport(
         old=f"{old.name} ({old.taken_at})",
         new=f"{new.name} ({new.taken_at})",
         changes=tuple(changes),
         notes=new.warnings,
     )
+
+
+def _attributed(change: Change, causes: dict[str, str]) -> Change:
+    if change.area not in ("torch", "libraries", "packages"):
+        return change
+    if change.members:
+        names = [m.split(" ")[1] for m in change.members]
+        members = tuple(
+            f"{m} ({causes[n]})" if n in causes else m
+            for m, n in zip(change.members, names, strict=True)
+        )
+        return dataclasses.replace(change, members=members)
+    cause = causes.get(change.subject)
+    return dataclasses.replace(change, cause=cause) if cause else change
 
 
 def _python(old: Snapshot, new: Snapshot) -> Iterator[Change]:

@@ -8,7 +8,6 @@ null); ``from_dict`` rebuilds and validates it, and every error names the field'
 from __future__ import annotations
 
 import dataclasses
-import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -99,7 +98,7 @@ def _schema(cls: type[Record]) -> tuple[dict[str, Any], dict[str, bool]]:
     """Per class, once: each field's type, and whether the field is required."""
     if cls in _SCHEMAS:
         return _SCHEMAS[cls]
-    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    hints = typing.get_type_hints(cls)  # each class's own module globals, MRO included
     required = {
         f.name: f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         for f in dataclasses.fields(cls)  # type: ignore[arg-type,unused-ignore]

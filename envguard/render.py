@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from envguard.drift import DriftReport
+    from envguard.journal import Entry
     from envguard.model import Snapshot
+    from envguard.preflight import Forecast
     from envguard.restore import Outcome, Plan
+    from envguard.watch import Watched
 
 # rich costs ~40 ms to import: it is loaded by the functions that draw, so that --json,
 # --quiet and error paths never pay for it.
@@ -46,6 +49,12 @@ def envelope(kind: str, result: Any, exit_code: int) -> str:
         "result": result,
     }
     return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def warning_line(message: str) -> None:
+    from rich.markup import escape
+
+    console(stderr=True).print(f"[yellow]warning:[/] {escape(message)}")
 
 
 def error_line(message: str) -> None:
@@ -153,7 +162,6 @@ def _print_notes(out: Console, notes: tuple[str, ...]) -> None:
 
 def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: bool) -> None:
     from rich.markup import escape
-    from rich.table import Table
 
     out = console()
     counts = report.counts()
@@ -166,21 +174,7 @@ def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: b
         out.print(f"[bold red]Drift[/]: {head} since {escape(report.old)}")
     else:
         out.print(f"[bold green]No drift[/] at this --fail-on ({head}) since {escape(report.old)}")
-    table = Table(show_header=True, header_style="bold", expand=False)
-    for col in ("severity", "area", "what", "was", "now", "why it matters"):
-        table.add_column(col, overflow="fold")
-    for c in report.changes:
-        table.add_row(
-            f"[{_STYLE[c.severity]}]{c.severity}[/]",
-            c.area,
-            escape(c.subject),
-            escape(c.old),
-            escape(c.new),
-            escape(c.why),
-        )
-        if expand and c.members:
-            table.add_row("", "", "", "", "", escape("\n".join(c.members)))
-    out.print(table)
+    _changes_table(out, report, expand=expand)
     if not expand and any(c.members for c in report.changes):
         out.print("[dim]--expand lists the packages of each group[/]")
     if show_patch:
@@ -189,6 +183,28 @@ def diff_report(report: DriftReport, *, expand: bool, show_patch: bool, fails: b
                 out.print(f"[bold]--- uncommitted change to {escape(c.subject)}[/]")
                 out.print(escape(c.patch), markup=True, soft_wrap=True)
     _print_notes(out, report.notes)
+
+
+def _changes_table(out: Console, report: DriftReport, *, expand: bool) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for col in ("severity", "area", "what", "was", "now", "why it matters"):
+        table.add_column(col, overflow="fold")
+    for c in report.changes:
+        why = escape(c.why) + (f"\n[dim]↳ {escape(c.cause)}[/]" if c.cause else "")
+        table.add_row(
+            f"[{_STYLE[c.severity]}]{c.severity}[/]",
+            c.area,
+            escape(c.subject),
+            escape(c.old),
+            escape(c.new),
+            why,
+        )
+        if expand and c.members:
+            table.add_row("", "", "", "", "", escape("\n".join(c.members)))
+    out.print(table)
 
 
 def restore_plan(plan: Plan, *, full: bool = True) -> None:
@@ -268,3 +284,60 @@ def restore_parts(result: dict[str, object]) -> None:
             )
     elif isinstance(caches, dict):
         out.print(f"would unpack {escape(str(caches['archive']))} if its caches fit this venv")
+
+
+def run_summary(watched: Watched) -> None:
+    """After the command's own output: what it changed, on stderr."""
+    from rich.markup import escape
+
+    err = console(stderr=True)
+    e = watched.entry
+    err.print(
+        f"[bold]envguard[/]: `{escape(' '.join(e.command))}` exited {e.exit_code}; "
+        f"{len(e.added)} added, {len(e.changed)} changed, {len(e.removed)} removed "
+        f"(journal: {escape(str(watched.journal_path))})"
+    )
+    if watched.report.changes:
+        _changes_table(err, watched.report, expand=False)
+
+
+def journal_table(path: object, entries: list[Entry]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = console()
+    if not entries:
+        out.print(f"no journal entries in {escape(str(path))}")
+        return
+    table = Table(show_header=True, header_style="bold")
+    for col in ("finished", "who", "exit", "command", "+", "~", "-"):
+        table.add_column(col, overflow="fold")
+    for e in entries:
+        table.add_row(
+            e.finished,
+            f"{e.user}@{e.host}",
+            str(e.exit_code),
+            escape(" ".join(e.command)),
+            str(len(e.added)),
+            str(len(e.changed)),
+            str(len(e.removed)),
+        )
+    out.print(table)
+
+
+def preflight(forecast: Forecast) -> None:
+    from rich.markup import escape
+
+    out = console()
+    if not forecast.report.changes:
+        out.print("[bold green]Safe[/]: this install changes nothing envguard tracks")
+        return
+    verdict = (
+        "[bold red]Would break the training set[/]"
+        if forecast.critical()
+        else ("[yellow]Would change the environment[/]")
+    )
+    out.print(f"{verdict}: {len(forecast.report.changes)} changes")
+    for line in forecast.reasons:
+        out.print(f"  {escape(line)}")
+    _changes_table(out, forecast.report, expand=True)

@@ -105,3 +105,27 @@ def sglang_install(house: Path) -> list[str]:
         )
     build_wheel(house, "sglang", "0.5.23", requires=["torch==2.11.0", "transformers==5.8.1", *deps])
     return ["sglang==0.5.23"]
+
+
+def newer_torch(house: Path) -> str:
+    """A tool that needs torch 2.14.1, which PyPI ships as a CUDA 13.0 build."""
+    build_wheel(
+        house,
+        "nvidia-cuda-runtime",
+        "13.0.96",
+        files={"nvidia/cu13/include/cuda_runtime_api.h": cudart_header(13000)},
+    )
+    build_wheel(
+        house,
+        "torch",
+        "2.14.1+cu130",
+        metadata_version="2.14.1",
+        files={
+            **TORCH_PACKAGE,
+            "torch/version.py": torch_version_py("2.14.1+cu130", "13.0", "b" * 40),
+        },
+        requires=["nvidia-cuda-runtime==13.0.96", "triton==3.6.0"],
+    )
+    build_wheel(house, "needs-new-torch", "1.0", requires=["torch==2.14.1"])
+    build_wheel(house, "harmless", "1.0")
+    return "needs-new-torch"

@@ -1,0 +1,112 @@
+"""The install journal: one JSON line per command run through ``envguard run``.
+
+It sits beside the venv's lockfile (``lockfiles/<name>.envguard-journal.jsonl``); appends are
+serialised with a flock and written in one ``write``, so concurrent runs never interleave.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from envguard.drift import Change
+from envguard.errors import LockfileError
+from envguard.model import Record
+from envguard.redact import redact_value, strip_url_credentials
+
+SCHEMA = 1
+SUFFIX = ".envguard-journal.jsonl"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry(Record):
+    schema: int
+    command: tuple[str, ...]  # credentials stripped
+    user: str
+    host: str
+    cwd: str
+    started: str
+    finished: str
+    exit_code: int
+    added: tuple[str, ...] = ()  # "name version"
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()  # "name old → new"
+    changes: tuple[Change, ...] = ()
+
+    def touched(self) -> set[str]:
+        """Names of the packages this command added, removed or changed."""
+        return {line.split(" ", 1)[0] for line in (*self.added, *self.removed, *self.changed)}
+
+
+def path_for(lock_path: Path) -> Path:
+    return lock_path.with_name(lock_path.name.removesuffix(".envguard.toml") + SUFFIX)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def clean_command(argv: Sequence[str]) -> tuple[str, ...]:
+    """The command as run, minus credentials in URLs and values of --token-like options."""
+    out: list[str] = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key.startswith("-"):
+            out.append(f"{key}={redact_value(key.lstrip('-').replace('-', '_'), value)}")
+        else:
+            out.append(strip_url_credentials(arg))
+    return tuple(out)
+
+
+def who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return os.environ.get("USER", "unknown")
+
+
+def append(path: Path, entry: Entry) -> None:
+    line = (json.dumps(entry.to_dict(), ensure_ascii=False) + "\n").encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read(path: Path) -> list[Entry]:
+    """Every entry, oldest first; a damaged line is an error naming its line number."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LockfileError(f"{path}: cannot read the journal ({exc})") from exc
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise LockfileError(f"{path}:{number}: not a journal entry (bad JSON)") from exc
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("schema"), int)
+            and (data["schema"] > SCHEMA)
+        ):
+            raise LockfileError(
+                f"{path}:{number}: journal schema {data['schema']} is newer "
+                "than this envguard reads; upgrade envguard"
+            )
+        entries.append(Entry.from_dict(data, path=f"{path.name}:{number}"))
+    return entries

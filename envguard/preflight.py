@@ -1,0 +1,265 @@
+"""``envguard preflight``: what an install would change, from the installer's own dry run.
+
+``uv pip install …`` runs as ``uv pip install --dry-run --python <venv>``; ``pip install …``
+as ``pip install --dry-run --report -`` against the venv. Nothing is installed. The predicted
+environment goes through the same :func:`envguard.drift.compare` as ``diff``, so severities
+and reasons are the ones a later ``diff`` would print.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from envguard import _run, drift
+from envguard import uv as uv_backend
+from envguard.errors import CommandError, EnvguardError
+from envguard.model import CudaLibrary, CudaStack, Distribution, PackageBuild, Snapshot
+from envguard.probes.distributions import KEY_LIBRARIES
+from envguard.probes.torch import index_for, variant_of
+
+_UV_LINE = re.compile(r"^\s*([+-])\s+([A-Za-z0-9][\w.\-]*)==(\S+)")
+_PIP = re.compile(r"^pip(3(\.\d+)?)?$")
+_CUDA_PIN = re.compile(
+    r"^(?:cuda-toolkit|nvidia-cuda-runtime(?:-cu\d+)?)(?:\[[^\]]*\])?==(\d+)\.(\d+)"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    installer: str  # "uv" or "pip"
+    argv: tuple[str, ...]  # as given
+    args: tuple[str, ...]  # what follows `install`
+
+
+@dataclass(frozen=True, kw_only=True)
+class Planned:
+    name: str
+    version: str
+    requires: tuple[str, ...] = ()
+    requested: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Forecast:
+    report: drift.DriftReport
+    reasons: tuple[str, ...]  # "would replace torch … because sglang 0.5.23 requires torch==…"
+
+    def critical(self) -> bool:
+        return any(c.severity == "critical" for c in self.report.changes)
+
+
+def parse(argv: Sequence[str]) -> Command:
+    if not argv:
+        raise EnvguardError("nothing to check: envguard preflight -- uv pip install NAME...")
+    tool = Path(argv[0]).name
+    rest = list(argv[1:])
+    if tool == "uv" and rest[:2] == ["pip", "install"]:
+        return Command(installer="uv", argv=tuple(argv), args=tuple(rest[2:]))
+    if tool.startswith("python") and rest[:2] == ["-m", "pip"]:
+        rest = rest[2:]
+        tool = "pip"
+    if _PIP.match(tool):
+        if rest[:1] == ["install"]:
+            return Command(installer="pip", argv=tuple(argv), args=tuple(rest[1:]))
+        raise EnvguardError(
+            f"`{' '.join(argv[:3])}` is not an install; preflight checks "
+            "`pip install …` and `uv pip install …`"
+        )
+    if tool == "uv":
+        raise EnvguardError(
+            f"`{' '.join(argv[:3])}` is not an install; preflight checks `uv pip install …`"
+        )
+    raise EnvguardError(
+        f"unknown installer {tool!r}: preflight checks `uv pip install …` and `pip install …`"
+    )
+
+
+def dry_run(cmd: Command, venv: Path) -> list[Planned]:
+    python = str(venv / "bin" / "python")
+    if cmd.installer == "uv":
+        uv = cmd.argv[0] if Path(cmd.argv[0]).name != "uv" or shutil.which(cmd.argv[0]) else ""
+        argv = [
+            uv or uv_backend.find_uv(),
+            "pip",
+            "install",
+            "--dry-run",
+            "--python",
+            python,
+            *cmd.args,
+        ]
+        done = _checked(argv)
+        return _parse_uv(done.stderr + done.stdout)
+    pip = (
+        [python, "-m", "pip"]
+        if _has_pip(venv)
+        else [sys.executable, "-m", "pip", "--python", python]
+    )
+    done = _checked([*pip, "install", "--dry-run", "--report", "-", "--quiet", *cmd.args])
+    return _parse_pip(done.stdout)
+
+
+def _checked(argv: Sequence[str]) -> _run.Completed:
+    try:
+        done = _run.run(argv, check=False, timeout=1800)
+    except CommandError as exc:
+        raise EnvguardError(str(exc)) from exc
+    if done.returncode != 0:
+        last = [ln for ln in done.stderr.strip().splitlines() if ln.strip()][-3:]
+        raise EnvguardError(f"the installer's dry run failed: {' '.join(last) or 'no output'}")
+    return done
+
+
+def _has_pip(venv: Path) -> bool:
+    return any(venv.glob("lib/python*/site-packages/pip/__init__.py"))
+
+
+def _parse_uv(text: str) -> list[Planned]:
+    """uv's ``- name==old`` / ``+ name==new`` lines; the ``+`` ones are what lands."""
+    return [
+        Planned(name=canonicalize_name(m.group(2)), version=m.group(3))
+        for line in text.splitlines()
+        if (m := _UV_LINE.match(line)) and m.group(1) == "+"
+    ]
+
+
+def _parse_pip(text: str) -> list[Planned]:
+    try:
+        report = json.loads(text)
+        items = report["install"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise EnvguardError("pip's --report output could not be read") from exc
+    out = []
+    for item in items:
+        meta = item.get("metadata", {})
+        out.append(
+            Planned(
+                name=canonicalize_name(meta["name"]),
+                version=meta["version"],
+                requires=tuple(r for r in meta.get("requires_dist") or [] if "extra" not in r),
+                requested=bool(item.get("requested")),
+            )
+        )
+    return out
+
+
+def forecast(before: Snapshot, planned: Sequence[Planned]) -> Forecast:
+    after = predict(before, planned)
+    report = drift.compare(before, after)
+    return Forecast(
+        report=dataclasses.replace(report, new="after this install"),
+        reasons=tuple(_reasons(before, after, planned)),
+    )
+
+
+def predict(before: Snapshot, planned: Sequence[Planned]) -> Snapshot:
+    """``before`` with the planned distributions in place: what the install would leave."""
+    versions = {p.name: p.version for p in planned}
+    by_name = {d.name: d for d in before.packages}
+    for p in planned:
+        by_name[p.name] = Distribution(name=p.name, version=p.version, requires=p.requires)
+    stack = _cuda_after(before.cuda, versions)
+    torch = _torch_after(before.torch, planned, stack)
+    key = dict(before.key_libraries)
+    key.update({n: v for n, v in versions.items() if n in KEY_LIBRARIES})
+    if torch:
+        key["torch"] = torch.version
+    return dataclasses.replace(
+        before,
+        packages=tuple(by_name[n] for n in sorted(by_name)),
+        torch=torch,
+        key_libraries=key,
+        cuda=stack,
+        taken_at="planned",
+    )
+
+
+def _cuda_after(stack: CudaStack, versions: dict[str, str]) -> CudaStack:
+    changed: dict[str, Any] = {}
+    for part, prefix, width in (
+        ("runtime", "nvidia-cuda-runtime", 2),
+        ("cudnn", "nvidia-cudnn", 3),
+        ("nccl", "nvidia-nccl", 3),
+    ):
+        wheel = next((n for n in sorted(versions) if n.startswith(prefix)), None)
+        if wheel:
+            version = ".".join(versions[wheel].split(".")[:width])
+            name = "cudart" if part == "runtime" else part
+            changed[part] = CudaLibrary(name=name, version=version, source="planned", wheel=wheel)
+    return dataclasses.replace(stack, **changed)
+
+
+def _torch_after(
+    old: PackageBuild | None, planned: Sequence[Planned], stack: CudaStack
+) -> PackageBuild | None:
+    mine = next((p for p in planned if p.name == "torch"), None)
+    if mine is None:
+        return old
+    # PyPI's METADATA carries no +cuXXX: take CUDA from torch's own pins, else the planned
+    # runtime wheel, the way the installed version.py will say it.
+    cuda = _cuda_from_requires(mine.requires) or (
+        stack.runtime.version if stack.runtime and stack.runtime.source == "planned" else None
+    )
+    variant = variant_of(mine.version, {"__version__": mine.version, "cuda": cuda})
+    label = "+" in mine.version or not cuda
+    return PackageBuild(
+        name="torch",
+        version=mine.version if label else f"{mine.version}+{variant}",
+        metadata_version=mine.version,
+        variant=variant,
+        index_url=index_for(mine.version, variant),
+        source="planned",
+        cuda=cuda,
+    )
+
+
+def _cuda_from_requires(requires: Sequence[str]) -> str | None:
+    for req in requires:
+        m = _CUDA_PIN.match(req.replace(" ", ""))
+        if m:
+            return f"{m.group(1)}.{m.group(2)}"
+    return None
+
+
+def _reasons(before: Snapshot, after: Snapshot, planned: Sequence[Planned]) -> list[str]:
+    old = {d.name: d.version for d in before.packages}
+    real_old = {b.name: b.version for b in (before.torch, *before.torch_family) if b}
+    real_new = {"torch": after.torch.version} if after.torch else {}
+    out = []
+    for p in planned:
+        if p.name not in old or old[p.name] == p.version:
+            continue
+        line = (
+            f"would replace {p.name} {real_old.get(p.name, old[p.name])} with "
+            f"{real_new.get(p.name, p.version)}"
+        )
+        if (
+            p.name == "torch"
+            and before.torch
+            and after.torch
+            and (before.torch.cuda != after.torch.cuda)
+        ):
+            line += f" (CUDA {before.torch.cuda or 'none'} → {after.torch.cuda or 'unknown'})"
+        because = requirer(p.name, planned)
+        out.append(f"{line} because {because}" if because else line)
+    return out
+
+
+def requirer(name: str, planned: Sequence[Planned]) -> str:
+    """ "sglang 0.5.23 requires torch==2.11.0": the planned package that pins ``name``."""
+    for other in sorted(planned, key=lambda o: not o.requested):
+        for req in other.requires:
+            spec = req.split(";")[0].strip()
+            head = re.split(r"[=<>!~ \[(]", spec, maxsplit=1)[0]
+            if canonicalize_name(head) == name:
+                return f"{other.name} {other.version} requires {spec}"
+    return ""

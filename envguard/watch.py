@@ -1,0 +1,83 @@
+"""``envguard run``: run an install command in a venv and record the drift it caused."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from envguard import _run, drift, journal, lockfile, snapshot
+from envguard.errors import EnvguardError
+from envguard.model import Snapshot
+from envguard.probes.venv import locate
+
+
+@dataclass(frozen=True, kw_only=True)
+class Watched:
+    exit_code: int
+    entry: journal.Entry
+    report: drift.DriftReport
+    journal_path: Path
+
+
+def journal_path(venv: Path, folder: Path = lockfile.DEFAULT_DIR) -> Path:
+    env = locate(venv)
+    try:
+        lock = lockfile.find_for_venv(env.name, env.info.path, folder)
+    except EnvguardError:
+        lock = lockfile.default_path(env.name, folder)
+    return journal.path_for(lock)
+
+
+def run(
+    venv: Path, argv: Sequence[str], path: Path, extra_env: dict[str, str] | None = None
+) -> Watched:
+    if not argv:
+        raise EnvguardError("nothing to run: envguard run [--venv PATH] -- COMMAND...")
+    before = _take(venv)
+    started = journal.now()
+    code = _run.stream(argv, env={**in_venv(venv), **(extra_env or {})})
+    after = _take(venv)
+    report = drift.compare(before, after)
+    entry = journal.Entry(
+        schema=journal.SCHEMA,
+        command=journal.clean_command(argv),
+        user=journal.who(),
+        host=socket.gethostname(),
+        cwd=str(Path.cwd()),
+        started=started,
+        finished=journal.now(),
+        exit_code=code,
+        **package_delta(before, after),
+        changes=tuple(c for c in report.changes if c.area != "host"),
+    )
+    journal.append(path, entry)
+    return Watched(exit_code=code, entry=entry, report=report, journal_path=path)
+
+
+def in_venv(venv: Path) -> dict[str, str]:
+    """The environment of an activated venv: `pip`, `python` and `uv pip` all target it."""
+    env = dict(os.environ)
+    env.pop("PYTHONHOME", None)
+    root = str(venv.absolute())
+    env["VIRTUAL_ENV"] = root
+    env["PATH"] = f"{root}/bin{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def package_delta(before: Snapshot, after: Snapshot) -> dict[str, tuple[str, ...]]:
+    real_a = {b.name: b.version for b in (before.torch, *before.torch_family) if b}
+    real_b = {b.name: b.version for b in (after.torch, *after.torch_family) if b}
+    a = {d.name: real_a.get(d.name, d.version) for d in before.packages}
+    b = {d.name: real_b.get(d.name, d.version) for d in after.packages}
+    return {
+        "added": tuple(f"{n} {b[n]}" for n in sorted(set(b) - set(a))),
+        "removed": tuple(f"{n} {a[n]}" for n in sorted(set(a) - set(b))),
+        "changed": tuple(f"{n} {a[n]} → {b[n]}" for n in sorted(set(a) & set(b)) if a[n] != b[n]),
+    }
+
+
+def _take(venv: Path) -> Snapshot:
+    return snapshot.take(venv, default_caches=False, with_code=False)

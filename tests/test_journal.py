@@ -1,0 +1,106 @@
+"""envguard run / log, and journal records winning over inferred causes in diff."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from envguard import journal
+from tests.conftest import make_venv, uv_bin, uv_install
+from tests.incident import known_good, newer_torch
+from tests.test_cli import envguard
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    house = tmp_path / "house"
+    known_good(house)
+    newer_torch(house)
+    venv = make_venv(tmp_path / "venv")
+    uv_install(venv, house, "torch==2.11.0+cu128")
+    assert (
+        envguard(
+            "snapshot",
+            "--venv",
+            str(venv),
+            "--name",
+            "train",
+            "-q",
+            "--no-default-caches",
+            cwd=tmp_path,
+        ).returncode
+        == 0
+    )
+    return venv, house, tmp_path / "lockfiles" / "train.envguard.toml"
+
+
+def test_run_streams_journals_and_returns_the_exit_code(tmp_path: Path) -> None:
+    venv, house, lock = _setup(tmp_path)
+    done = envguard(
+        "run",
+        "--venv",
+        str(venv),
+        "--",
+        uv_bin(),
+        "pip",
+        "install",
+        "--offline",
+        "--no-index",
+        "--find-links",
+        str(house),
+        "needs-new-torch",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Installed" in done.stderr  # uv's own output, unchanged
+    assert "envguard: `" in done.stderr and "torch" in done.stderr
+    entries = journal.read(journal.path_for(lock))
+    assert len(entries) == 1
+    e = entries[0]
+    assert e.exit_code == 0 and "needs-new-torch 1.0" in e.added
+    assert "torch 2.11.0+cu128 → 2.14.1+cu130" in e.changed
+
+    failing = envguard(
+        "run", "--venv", str(venv), "--", "sh", "-c", "echo out; exit 3", cwd=tmp_path
+    )
+    assert failing.returncode == 3 and failing.stdout.startswith("out")
+    listed = envguard("log", "--venv", str(venv), "--json", cwd=tmp_path)
+    doc = json.loads(listed.stdout)
+    assert [x["exit_code"] for x in doc["result"]["entries"]] == [0, 3]
+    human = envguard("log", "--venv", str(venv), cwd=tmp_path)
+    assert "needs-new-torch" in human.stdout
+
+    # the journal wins over inference: diff names the command that did it
+    diff = envguard("diff", str(lock), "--venv", str(venv), "--json", cwd=tmp_path)
+    torch = next(c for c in json.loads(diff.stdout)["result"]["changes"] if c["subject"] == "torch")
+    assert torch["cause"].startswith(f"by `{uv_bin()} pip install --offline")
+
+
+def test_secrets_in_the_command_stay_out_of_the_journal(tmp_path: Path) -> None:
+    venv, _, lock = _setup(tmp_path)
+    envguard(
+        "run",
+        "--venv",
+        str(venv),
+        "--",
+        "true",
+        "--index-url=https://bob:s3cret-token@pypi.internal/simple",
+        "--token=abc123xyz",
+        cwd=tmp_path,
+    )
+    text = journal.path_for(lock).read_text()
+    assert "s3cret-token" not in text and "abc123xyz" not in text
+
+
+def test_corrupt_journal(tmp_path: Path) -> None:
+    venv, _, lock = _setup(tmp_path)
+    journal.path_for(lock).write_text('{"schema": 1, "command": ["x"]\nnot json\n')
+    done = envguard("log", "--venv", str(venv), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and ":1: not a journal entry" in done.stderr
+    diff = envguard("diff", str(lock), "--venv", str(venv), cwd=tmp_path)
+    assert diff.returncode == 0 and "causes are inferred instead" in diff.stderr
+
+
+def test_nothing_to_run(tmp_path: Path) -> None:
+    done = envguard("run", "--venv", str(make_venv(tmp_path / "v")), "--", "no-such-binary-x")
+    assert done.returncode == 2 and "no-such-binary-x: not found" in done.stderr

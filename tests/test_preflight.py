@@ -1,0 +1,126 @@
+"""preflight with the real installers' dry runs; nothing is installed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envguard import preflight
+from envguard.errors import EnvguardError
+from tests.conftest import make_venv, uv_bin, uv_install
+from tests.incident import known_good, newer_torch
+from tests.test_cli import envguard
+
+
+@pytest.fixture
+def house(tmp_path: Path) -> Path:
+    house = tmp_path / "house"
+    known_good(house)
+    newer_torch(house)
+    return house
+
+
+def _torch(venv: Path) -> str:
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def test_uv_dry_run_forecasts_the_torch_swap(tmp_path: Path, house: Path) -> None:
+    venv = make_venv(tmp_path / "venv")
+    uv_install(venv, house, "torch==2.11.0+cu128")
+    done = envguard(
+        "preflight",
+        "--venv",
+        str(venv),
+        "--",
+        uv_bin(),
+        "pip",
+        "install",
+        "--offline",
+        "--no-index",
+        "--find-links",
+        str(house),
+        "needs-new-torch",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "would replace torch 2.11.0+cu128 with 2.14.1+cu130 (CUDA 12.8 → 13.0)" in done.stdout
+    assert _torch(venv) == "2.11.0+cu128"  # nothing was installed
+
+
+def test_pip_dry_run_names_the_requirement(tmp_path: Path, house: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # ships pip, offline
+    uv_install(venv, house, "torch==2.11.0+cu128")
+    done = envguard(
+        "preflight",
+        "--venv",
+        str(venv),
+        "--json",
+        "--",
+        "pip",
+        "install",
+        "--no-index",
+        "--find-links",
+        str(house),
+        "needs-new-torch",
+    )
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["kind"] == "preflight" and doc["exit_code"] == 1
+    assert doc["result"]["reasons"] == [
+        "would replace torch 2.11.0+cu128 with 2.14.1+cu130 (CUDA 12.8 → 13.0) because "
+        "needs-new-torch 1.0 requires torch==2.14.1"
+    ]
+    torch = next(c for c in doc["result"]["changes"] if c["subject"] == "torch")
+    assert torch["severity"] == "critical"
+    assert _torch(venv) == "2.11.0+cu128"
+
+
+def test_a_harmless_install_passes(tmp_path: Path, house: Path) -> None:
+    venv = make_venv(tmp_path / "venv")
+    uv_install(venv, house, "torch==2.11.0+cu128")
+    done = envguard(
+        "preflight",
+        "--venv",
+        str(venv),
+        "--",
+        "uv",
+        "pip",
+        "install",
+        "--offline",
+        "--no-index",
+        "--find-links",
+        str(house),
+        "harmless",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["conda", "install", "torch"], "unknown installer 'conda'"),
+        (["pip", "list"], "is not an install"),
+        (["uv", "venv"], "is not an install"),
+        (["python3", "-m", "pip", "freeze"], "is not an install"),
+    ],
+)
+def test_bad_commands(argv: list[str], message: str, tmp_path: Path) -> None:
+    with pytest.raises(EnvguardError, match=message):
+        preflight.parse(argv)
+    done = envguard("preflight", "--venv", str(make_venv(tmp_path / "v")), "--", *argv)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_parse_forms() -> None:
+    assert preflight.parse(["uv", "pip", "install", "x"]).installer == "uv"
+    assert preflight.parse(["/usr/bin/pip3.12", "install", "-U", "x"]).args == ("-U", "x")
+    assert preflight.parse(["python", "-m", "pip", "install", "x"]).installer == "pip"

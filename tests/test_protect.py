@@ -1,0 +1,134 @@
+"""protect with a real pip install and a real uv pip install of a package needing another torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envguard import lockfile, protect, snapshot
+from tests.conftest import uv_bin, uv_install
+from tests.incident import known_good, newer_torch
+from tests.test_cli import envguard
+
+
+@pytest.fixture
+def protected(tmp_path: Path) -> tuple[Path, Path, Path]:
+    house = tmp_path / "house"
+    reqs = known_good(house)
+    newer_torch(house)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # pip included
+    uv_install(venv, house, *reqs)
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, snapshot.take(venv, with_code=False, default_caches=False))
+    done = envguard("protect", str(lock), "--venv", str(venv))
+    assert done.returncode == 0, done.stderr
+    return venv, house, lock
+
+
+def _torch(venv: Path) -> str:
+    return snapshot.take(venv, with_code=False, default_caches=False).torch.version  # type: ignore[union-attr]
+
+
+def test_pip_install_cannot_replace_torch(protected) -> None:
+    venv, house, _ = protected
+    done = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--find-links",
+            str(house),
+            "needs-new-torch",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "2.11.0+cu128" in done.stdout + done.stderr
+    assert "pinned.by.envguard.protect" in done.stdout + done.stderr
+    assert _torch(venv) == "2.11.0+cu128"
+
+
+def test_uv_install_in_the_activated_venv_cannot_replace_torch(protected) -> None:
+    venv, house, _ = protected
+    script = (
+        f". {venv}/bin/activate && {uv_bin()} pip install --offline --no-index "
+        f"--find-links {house} needs-new-torch"
+    )
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert done.returncode != 0 and "2.11.0+cu128" in done.stderr
+    assert _torch(venv) == "2.11.0+cu128"
+    # and deactivate takes the constraint away again
+    after = subprocess.run(
+        ["bash", "-c", f". {venv}/bin/activate && deactivate && echo ${{UV_CONSTRAINT:-unset}}"],
+        capture_output=True,
+        text=True,
+    )
+    assert after.stdout.strip() == "unset"
+
+
+def test_envguard_run_applies_it_to_uv_without_activation(protected) -> None:
+    venv, house, _ = protected
+    done = envguard(
+        "run",
+        "--venv",
+        str(venv),
+        "--",
+        uv_bin(),
+        "pip",
+        "install",
+        "--offline",
+        "--no-index",
+        "--find-links",
+        str(house),
+        "needs-new-torch",
+    )
+    assert done.returncode != 0
+    assert _torch(venv) == "2.11.0+cu128"
+
+
+def test_a_compatible_install_still_works_and_unprotect_lifts_it(protected) -> None:
+    venv, house, _ = protected
+    ok = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(house),
+            "harmless",
+        ]
+    )
+    assert ok.returncode == 0
+    assert envguard("unprotect", "--venv", str(venv)).returncode == 0
+    assert not (venv / protect.CONSTRAINTS).exists()
+    assert "envguard" not in (venv / "bin" / "activate").read_text()
+    freed = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(house),
+            "needs-new-torch",
+        ]
+    )
+    assert freed.returncode == 0 and _torch(venv) == "2.14.1+cu130"
+
+
+def test_unknown_extra_package_is_refused(protected, tmp_path: Path) -> None:
+    venv, _, lock = protected
+    done = envguard("protect", str(lock), "--venv", str(venv), "--package", "not-there")
+    assert done.returncode == 2 and "not in the lockfile" in done.stderr
