@@ -63,7 +63,11 @@ def cli() -> None:
 )
 @click.option("--no-default-caches", is_flag=True, help="Skip the Inductor and Triton caches.")
 @click.option(
-    "-o", "--output", type=_PATH, help="Lockfile path (default: lockfiles/NAME.envguard.toml)."
+    "-o",
+    "--output",
+    type=_PATH,
+    help="Lockfile path; %h is the hostname, %j $SLURM_JOB_ID, %r the rank "
+    "(default: lockfiles/NAME.envguard.toml).",
 )
 @click.option("--name", help="Snapshot name (default: the venv's prompt or folder name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the snapshot as a JSON envelope.")
@@ -96,7 +100,7 @@ def snapshot(
                 name=name,
                 progress=step,
             )
-        path = output or lockfile.default_path(snap.name)
+        path = lockfile.expand_output(output, snap) if output else lockfile.default_path(snap.name)
         lockfile.write(path, snap)
         if save_cache:
             from envguard import cache_archive
@@ -439,6 +443,29 @@ def unprotect_cmd(venv: Path | None) -> None:
         target = default_venv_path(venv)
         lifted = protect.unprotect(target)
         click.echo(f"unprotected {target}" if lifted else f"{target} was not protected")
+
+
+@cli.command()
+@click.argument("lock", type=_PATH)
+@click.argument("snapshots", nargs=-1, required=True, type=_PATH)
+@click.option("--all", "show_all", is_flag=True, help="A row for every node, agreeing ones too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as a JSON envelope.")
+def fleet(lock: Path, snapshots: tuple[Path, ...], show_all: bool, as_json: bool) -> None:
+    """Compare node SNAPSHOTS (files or folders) with LOCK and with each other."""
+    from envguard import fleet as fleet_mod
+    from envguard import lockfile, render
+
+    with _errors():
+        report = fleet_mod.compare(lockfile.read(lock), fleet_mod.expand(snapshots))
+        code = 1 if report.drifted() else 2 if report.problems else 0
+        _emit(
+            as_json,
+            "fleet",
+            report.to_dict(),
+            code,
+            lambda: render.fleet_report(report, show_all=show_all),
+        )
+    sys.exit(code)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ so re-snapshotting an unchanged environment changes one line and lockfiles revie
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -26,6 +27,21 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def default_path(name: str, folder: Path = DEFAULT_DIR) -> Path:
     safe = _UNSAFE.sub("-", name).strip(".-") or "env"
     return folder / f"{safe}{SUFFIX}"
+
+
+def expand_output(path: Path, snapshot: Snapshot) -> Path:
+    """``%h`` hostname, ``%j`` Slurm job, ``%r`` rank, ``%%`` a percent sign: one file per node
+    on shared storage, so that ``srun … envguard snapshot -o DIR/%h.envguard.toml`` never
+    clobbers."""
+    env = os.environ
+    rank = env.get("RANK") or env.get("SLURM_PROCID") or env.get("PMI_RANK") or "0"
+    values = {
+        "h": snapshot.host.hostname,
+        "j": env.get("SLURM_JOB_ID", "nojob"),
+        "r": rank,
+        "%": "%",
+    }
+    return Path(re.sub(r"%([hjr%])", lambda m: _UNSAFE.sub("-", values[m.group(1)]), str(path)))
 
 
 def find_for_venv(name: str, venv_path: str, folder: Path = DEFAULT_DIR) -> Path:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from envguard.drift import DriftReport
+    from envguard.fleet import FleetReport
     from envguard.journal import Entry
     from envguard.model import Snapshot
     from envguard.preflight import Forecast
@@ -341,3 +342,48 @@ def preflight(forecast: Forecast) -> None:
     for line in forecast.reasons:
         out.print(f"  {escape(line)}")
     _changes_table(out, forecast.report, expand=True)
+
+
+def fleet_report(report: FleetReport, *, show_all: bool) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from envguard.fleet import COLUMNS
+
+    out = console()
+    bad = [n for n in report.nodes if n.differs]
+    head = (
+        f"[bold red]{len(bad)} of {len(report.nodes)} nodes drift[/] from the lock"
+        if bad
+        else f"[bold green]All {len(report.nodes)} nodes match the lock[/]"
+    )
+    out.print(f"{head}; {len(report.groups)} groups of nodes that agree")
+    for g in report.groups:
+        if not g.matches_lock:
+            hosts = ", ".join(g.hosts[:8]) + (
+                f" and {len(g.hosts) - 8} more" if len(g.hosts) > 8 else ""
+            )
+            out.print(f"[red]outliers[/] {escape(hosts)}: {escape('; '.join(g.differs))}")
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("node")
+    for col in COLUMNS:
+        table.add_column(col, overflow="fold")
+    table.add_row("[bold]lock[/]", *(escape(report.lock[c]) for c in COLUMNS))
+    agreeing = 0
+    for node in report.nodes:
+        if not node.differs and not show_all:
+            agreeing += 1
+            continue
+        wrong = {d.split(":")[0] for d in node.differs}
+        table.add_row(
+            escape(node.host),
+            *(
+                f"[red]{escape(node.facts[c])}[/]" if c in wrong else escape(node.facts[c])
+                for c in COLUMNS
+            ),
+        )
+    if agreeing:
+        table.add_row(f"{agreeing} nodes", *(["= lock"] * len(COLUMNS)))
+    out.print(table)
+    for problem in report.problems:
+        out.print(f"[yellow]unusable:[/] {escape(problem)}")

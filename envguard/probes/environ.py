@@ -10,14 +10,25 @@ PREFIXES = (
     "CUDA_", "CUDNN_", "NCCL_", "NVIDIA_", "TORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_",
     "TRITON_", "PYTORCH_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "XLA_",
     "UV_", "PIP_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "NVTE_", "VLLM_", "SGLANG_",
-    "FLASHINFER_", "WANDB_", "DEEPSPEED_", "ACCELERATE_", "MASTER_", "SLURM_JOB_",
+    "FLASHINFER_", "WANDB_", "DEEPSPEED_", "ACCELERATE_",
 )  # fmt: skip
 NAMES = frozenset({
     "LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONHOME",
-    "CUBLAS_WORKSPACE_CONFIG", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "VIRTUAL_ENV", "CONDA_PREFIX",
+    "CUBLAS_WORKSPACE_CONFIG", "VIRTUAL_ENV", "CONDA_PREFIX",
 })  # fmt: skip
+# Launch topology (MASTER_ADDR, RANK, WORLD_SIZE, SLURM_*) is left out on purpose: it differs
+# on every run and every rank without changing how a step trains.
 # Per-process or per-shell noise: they differ on every run and say nothing about training.
-IGNORED = frozenset({"CUDA_VISIBLE_DEVICES_ORIG", "UV_RUN_RECURSION_DEPTH", "PIP_REQ_TRACKER"})
+# torchrun sets TORCH_NCCL_ASYNC_ERROR_HANDLING on every rank it starts: a lock taken outside
+# the launcher would otherwise see every rank as drifted.
+IGNORED = frozenset(
+    {
+        "CUDA_VISIBLE_DEVICES_ORIG",
+        "UV_RUN_RECURSION_DEPTH",
+        "PIP_REQ_TRACKER",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    }
+)
 
 
 def capture(environ: Mapping[str, str]) -> dict[str, str]:

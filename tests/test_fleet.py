@@ -1,0 +1,96 @@
+"""fleet: node snapshots against the lock and each other; bad files reported by name."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from envguard import fleet, lockfile
+from tests.factories import base, inductor, torch_build
+from tests.test_cli import envguard
+
+
+def _node(host: str, **changes) -> object:
+    snap = base(**changes)
+    return dataclasses.replace(snap, host=dataclasses.replace(snap.host, hostname=host))
+
+
+def _write_fleet(tmp_path: Path) -> tuple[Path, Path]:
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, base())
+    nodes = tmp_path / "nodes"
+    for i in range(6):
+        lockfile.write(nodes / f"gpu-{i:02d}.envguard.toml", _node(f"gpu-{i:02d}"))
+    lockfile.write(
+        nodes / "gpu-06.envguard.toml", _node("gpu-06", torch=torch_build("2.11.0+cu130", "13.0"))
+    )
+    lockfile.write(
+        nodes / "gpu-07.envguard.toml", _node("gpu-07", caches=(inductor(entries=0, size=0),))
+    )
+    return lock, nodes
+
+
+def test_outliers_first_with_how_they_differ(tmp_path: Path) -> None:
+    lock, nodes = _write_fleet(tmp_path)
+    report = fleet.compare(lockfile.read(lock), fleet.expand([nodes]))
+    assert report.drifted() and len(report.nodes) == 8
+    assert [n.host for n in report.nodes[:2]] == ["gpu-06", "gpu-07"]
+    assert report.nodes[0].differs == ("torch: 2.11.0+cu128 (lock) → 2.11.0+cu130",)
+    assert report.nodes[1].differs[0].startswith("cache: ")
+    # gpu-07's cold cache is drift but not another build: it groups with the majority
+    assert [len(g.hosts) for g in report.groups] == [1, 7]
+    assert not report.groups[0].matches_lock and report.groups[1].matches_lock
+
+
+def test_cli_matrix_and_bad_files(tmp_path: Path) -> None:
+    lock, nodes = _write_fleet(tmp_path)
+    (nodes / "broken.envguard.toml").write_text("schema = 1\n[host\n")
+    (nodes / "future.envguard.toml").write_text("schema = 9\n")
+    lockfile.write(nodes / "dup.envguard.toml", _node("gpu-01"))
+    done = envguard("fleet", str(lock), str(nodes))
+    assert done.returncode == 1, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("2 of 9 nodes drift from the lock")
+    assert "outliers gpu-06: torch: 2.11.0+cu128 (lock) → 2.11.0+cu130" in done.stdout
+    assert "broken.envguard.toml: not valid TOML" in done.stdout
+    assert "schema 9" in done.stdout and "host gpu-01 also in" in done.stdout
+    doc = json.loads(envguard("fleet", str(lock), str(nodes), "--json").stdout)
+    assert doc["kind"] == "fleet" and doc["exit_code"] == 1 and len(doc["result"]["problems"]) == 3
+
+
+def test_all_match(tmp_path: Path) -> None:
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, base())
+    for i in range(3):
+        lockfile.write(tmp_path / "n" / f"{i}.envguard.toml", _node(f"h{i}"))
+    done = envguard("fleet", str(lock), str(tmp_path / "n"))
+    assert done.returncode == 0 and done.stdout.startswith("All 3 nodes match the lock")
+
+
+def test_head_only_read_matches_the_full_read(tmp_path: Path) -> None:
+    path = tmp_path / "x.envguard.toml"
+    lockfile.write(path, base())
+    assert fleet.read_head(path) == dataclasses.replace(base(), packages=())
+
+
+def test_output_placeholders_give_one_file_per_node(tmp_path: Path, monkeypatch) -> None:
+    from tests.conftest import make_venv
+
+    venv = make_venv(tmp_path / "venv")
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    done = envguard(
+        "snapshot",
+        "--venv",
+        str(venv),
+        "-q",
+        "--no-default-caches",
+        "-o",
+        str(tmp_path / "fleet" / "%j" / "%h.envguard.toml"),
+    )
+    assert done.returncode == 0, done.stderr
+    written = list((tmp_path / "fleet" / "4242").glob("*.envguard.toml"))
+    assert (
+        len(written) == 1
+        and written[0].name == f"{lockfile.read(written[0]).host.hostname}.envguard.toml"
+    )
