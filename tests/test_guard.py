@@ -24,7 +24,7 @@ def test_guard_passes_then_stops_on_drift(tmp_path: Path, monkeypatch) -> None:
     assert not report.fails("critical")
     snap = lockfile.read(lock)
     older = dataclasses.replace(snap, python=dataclasses.replace(snap.python, version="3.9.1"))
-    with pytest.raises(DriftError, match=r"1 of 1 rank\(s\) drifted .* critical Python"):
+    with pytest.raises(DriftError, match=r"(?s)1 of 1 rank\(s\) drifted .* critical Python"):
         envguard.guard(older, venv=venv)
     monkeypatch.setenv("NCCL_ALGO", "Ring")
     envguard.guard(lock, venv=venv)  # a warning passes fail_on="critical"
