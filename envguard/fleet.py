@@ -6,6 +6,7 @@ is most of the file, and no fleet fact lives there (tomllib still parses what is
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ COLUMNS = ("torch", "cuda", "cudnn", "nccl", "driver", "gpus", "head", "patch", 
 # cold cache is drift, but it does not split the groups.
 _GROUPED = tuple(c for c in COLUMNS if c != "cache")
 _PACKAGES = b"\n[[packages]]\n"
+_PARALLEL_FROM = 200
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,22 +89,39 @@ def expand(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+def _load(path: Path) -> tuple[str, dict[str, str]] | str:
+    """(hostname, facts) of one node, or why the file cannot be used."""
+    try:
+        snap = read_head(path)
+    except LockfileError as exc:
+        return str(exc)
+    return snap.host.hostname, facts(snap)
+
+
+def _load_all(paths: Sequence[Path]) -> list[tuple[str, dict[str, str]] | str]:
+    """In worker processes past a few hundred files: parsing TOML is CPU-bound."""
+    workers = min(os.cpu_count() or 1, 32)
+    if len(paths) < _PARALLEL_FROM or workers < 2:
+        return [_load(p) for p in paths]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_load, paths, chunksize=max(1, len(paths) // (workers * 4))))
+
+
 def compare(lock: Snapshot, paths: Sequence[Path]) -> FleetReport:
     want = facts(lock)
     nodes: list[Node] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
-    for path in paths:
-        try:
-            snap = read_head(path)
-        except LockfileError as exc:
-            problems.append(str(exc))
+    for path, loaded in zip(paths, _load_all(paths), strict=True):
+        if isinstance(loaded, str):
+            problems.append(loaded)
             continue
-        host = snap.host.hostname
+        host, have = loaded
         if host in seen:
             problems.append(f"{path}: host {host} also in {seen[host]}; both are shown")
         seen.setdefault(host, str(path))
-        have = facts(snap)
         differs = tuple(
             f"{k}: {want[k]} (lock) → {have[k]}" for k in COLUMNS if _drifts(k, want[k], have[k])
         )
