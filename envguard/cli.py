@@ -14,9 +14,42 @@ from envguard import __version__
 
 if TYPE_CHECKING:
     from envguard import journal
+    from envguard import restore as restore_mod
     from envguard.model import Snapshot
 
 _PATH = click.Path(path_type=Path)
+
+
+def _index_options(command: Callable[..., None]) -> Callable[..., None]:
+    """--index-url, --extra-index-url, --find-links, --offline: shared by restore and export."""
+    for option in reversed(
+        (
+            click.option("--index-url", help="Replace the inferred indexes with this one."),
+            click.option("--extra-index-url", multiple=True, help="Another index (repeatable)."),
+            click.option("--find-links", multiple=True, help="A local wheelhouse (repeatable)."),
+            click.option(
+                "--offline", is_flag=True, help="No network: uv's cache and --find-links."
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def _overrides(
+    index_url: str | None,
+    extra_index_url: tuple[str, ...],
+    find_links: tuple[str, ...],
+    offline: bool,
+) -> restore_mod.Overrides:
+    from envguard.restore import Overrides
+
+    return Overrides(
+        index_url=index_url,
+        extra_index_urls=extra_index_url,
+        find_links=find_links,
+        offline=offline,
+    )
 
 
 @contextmanager
@@ -210,10 +243,7 @@ def _in_repo(path: Path) -> bool:
 @click.option("--venv", type=_PATH, help="The venv to rebuild (default: the lock's).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before replacing the venv.")
-@click.option("--index-url", help="Replace the inferred indexes with this one.")
-@click.option("--extra-index-url", multiple=True, help="Another index (repeatable).")
-@click.option("--find-links", multiple=True, help="A local wheelhouse (repeatable).")
-@click.option("--offline", is_flag=True, help="Use no network: uv's cache and --find-links only.")
+@_index_options
 @click.option("--force", is_flag=True, help="Restore even while processes use the venv.")
 @click.option("--verify-import", is_flag=True, help="Also import torch in the new venv.")
 @click.option("--code", is_flag=True, help="Only the repo: the snapshot's HEAD and patch.")
@@ -242,12 +272,7 @@ def restore(
     from envguard import lockfile, render
     from envguard import restore as restore_mod
 
-    overrides = restore_mod.Overrides(
-        index_url=index_url,
-        extra_index_urls=extra_index_url,
-        find_links=find_links,
-        offline=offline,
-    )
+    overrides = _overrides(index_url, extra_index_url, find_links, offline)
     with _errors():
         locked = lockfile.read(lock)
         target = venv or Path(locked.venv.path)
@@ -323,10 +348,7 @@ def _emit(as_json: bool, kind: str, result: object, code: int, human: Callable[[
 @click.option("--format", "fmt", type=click.Choice(["pylock"]), default="pylock", show_default=True)
 @click.option("-o", "--output", type=_PATH, default=Path("pylock.toml"), show_default=True)
 @click.option("--resolve", is_flag=True, help="Ask the inferred indexes for wheels and hashes.")
-@click.option("--index-url", help="Resolve against this index instead.")
-@click.option("--extra-index-url", multiple=True, help="Another index (repeatable).")
-@click.option("--find-links", multiple=True, help="Resolve against a local wheelhouse.")
-@click.option("--offline", is_flag=True, help="Use no network: uv's cache and --find-links.")
+@_index_options
 def export(
     lock: Path,
     fmt: str,
@@ -340,14 +362,8 @@ def export(
     """Write LOCK's packages as a PEP 751 pylock.toml that `uv pip sync` installs."""
     from envguard import export as export_mod
     from envguard import lockfile
-    from envguard import restore as restore_mod
 
-    overrides = restore_mod.Overrides(
-        index_url=index_url,
-        extra_index_urls=extra_index_url,
-        find_links=find_links,
-        offline=offline,
-    )
+    overrides = _overrides(index_url, extra_index_url, find_links, offline)
     with _errors():
         export_mod.check_name(output)
         data = export_mod.pylock(lockfile.read(lock), overrides, resolve=resolve)
