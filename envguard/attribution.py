@@ -38,6 +38,7 @@ def causes(old: Snapshot, new: Snapshot, entries: Sequence[JournalEntry] = ()) -
     moved = {n for n in b if n not in a or a[n].version != b[n].version}
     moved |= set(a) - set(b)
     out = _from_journal(old, entries, moved)
+    real = {x.name: x.version for x in (new.torch, *new.torch_family) if x}
     added = [b[n] for n in sorted(moved) if n in b and n not in a]
     changed = [b[n] for n in sorted(moved) if n in b and n in a]
     for group in grouping.install_groups(added, changed):
@@ -84,8 +85,14 @@ def _ordered(
     return [*first, *group.members, *rest]
 
 
-def forced_by(name: str, old_version: str | None, candidates: Iterable[Distribution]) -> str:
-    """The requirement that forced ``name`` off ``old_version`` (or pulled it in)."""
+def forced_by(
+    name: str,
+    old_version: str | None,
+    candidates: Iterable[Distribution],
+    real: dict[str, str] | None = None,
+) -> str:
+    """The requirement that forced ``name`` off ``old_version`` (or pulled it in); ``real``
+    gives torch-family versions as their version.py says them."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     fallback = ""
@@ -100,7 +107,7 @@ def forced_by(name: str, old_version: str | None, candidates: Iterable[Distribut
             if canonicalize_name(req.name) != name:
                 continue
             spec = f"{req.name}{req.specifier}"
-            line = f"{dist.name} {dist.version} requires {spec}"
+            line = f"{dist.name} {(real or {}).get(dist.name, dist.version)} requires {spec}"
             if (
                 old_version
                 and req.specifier

@@ -106,6 +106,15 @@ def compare(
     ]  # fmt: skip
     changes.sort(key=lambda c: (SEVERITIES.index(c.severity), _AREAS.index(c.area)))
     causes = attribution.causes(old, new, journal)
+    # a CUDA library's cause is its wheel's: "nvidia-cudnn-cu13 9.19.0.56: installed with …"
+    for label, lib in (
+        ("CUDA runtime", new.cuda.runtime),
+        ("cuDNN", new.cuda.cudnn),
+        ("NCCL", new.cuda.nccl),
+    ):
+        if lib and lib.wheel and lib.wheel in causes:
+            version = next((d.version for d in new.packages if d.name == lib.wheel), "")
+            causes[label] = f"{lib.wheel} {version}: {causes[lib.wheel]}"
     changes = [_attributed(c, causes) for c in changes]
     return DriftReport(
         old=f"{old.name} ({old.taken_at})",
@@ -116,7 +125,7 @@ def compare(
 
 
 def _attributed(change: Change, causes: dict[str, str]) -> Change:
-    if change.area not in ("torch", "libraries", "packages"):
+    if change.area not in ("torch", "libraries", "packages", "cuda"):
         return change
     if change.members:
         names = [m.split(" ")[1] for m in change.members]
