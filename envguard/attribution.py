@@ -52,6 +52,7 @@ def causes(old: Snapshot, new: Snapshot, entries: Sequence[JournalEntry] = ()) -
                 dist.name,
                 a[dist.name].version if dist.name in a else None,
                 _ordered(group, b.values()),
+                real,
             )
             if why:
                 parts.append(why)

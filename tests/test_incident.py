@@ -89,7 +89,7 @@ def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monke
     assert whys["transformers"].cause.endswith("sglang 0.5.23 requires transformers==5.8.1")
     assert whys["CUDA runtime"].cause == (
         "nvidia-cuda-runtime 13.0.96: installed with sglang 0.5.23; "
-        "torch 2.11.0 requires nvidia-cuda-runtime==13.0.96"
+        "torch 2.11.0+cu130 requires nvidia-cuda-runtime==13.0.96"
     )
     assert "+ sglang 0.5.23" in group.members  # the root has no cause but itself
     cache = whys["Inductor cache"]
