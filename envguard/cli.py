@@ -200,12 +200,14 @@ def _lock_and_live(
     from envguard import lockfile, render, snapshot
     from envguard.probes.venv import default_venv_path, locate
 
-    venv_path = default_venv_path(venv)
     if lock is None:
+        venv_path = default_venv_path(venv)
         env = locate(venv_path)
-        lock = lockfile.find_for_venv(env.name, env.info.path)
-    path = lock
-    old = lockfile.read(path)
+        path = lockfile.find_for_venv(env.name, env.info.path)
+        old = lockfile.read(path)
+    else:
+        path, old = lock, lockfile.read(lock)
+        venv_path = venv if venv is not None else _live_venv(old)
     customs = [Path(c.path) for c in old.caches if c.kind == "custom"]
     if repo is None and old.code and Path(old.code.root).is_dir() and not _in_repo(Path.cwd()):
         repo = Path(old.code.root)
@@ -219,6 +221,19 @@ def _lock_and_live(
             progress=step,
         )
     return old, new, path
+
+
+def _live_venv(old: Snapshot) -> Path:
+    """--venv's default for ``diff LOCK``: the active venv or ./.venv, else the lock's own."""
+    from envguard.errors import VenvError
+    from envguard.probes.venv import default_venv_path
+
+    try:
+        return default_venv_path(None)
+    except VenvError:
+        if Path(old.venv.path).is_dir():
+            return Path(old.venv.path)
+        raise
 
 
 def _journal_for(lock: Path) -> list[journal.Entry]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from envguard import drift, grouping, transaction
 from envguard import uv as uv_backend
 from envguard._run import run
-from envguard.errors import CommandError, NotRestored
+from envguard.errors import CommandError, EnvguardError, NotRestored
 from envguard.model import Distribution, PackageBuild, Record, Snapshot
 from envguard.probes.torch import PYPI_INDEX
 
@@ -85,6 +85,11 @@ def indexes_for(lock: Snapshot, overrides: Overrides) -> uv_backend.Indexes:
 
 
 def plan(lock: Snapshot, venv: Path, current: Snapshot | None, overrides: Overrides) -> Plan:
+    if current is not None and current.venv.kind != "venv":
+        raise EnvguardError(
+            f"{venv} is a {current.venv.kind}, not a venv: restore builds venvs "
+            "and will not replace it; pass --venv NEW_PATH"
+        )
     builds = {b.name: b for b in (lock.torch, *lock.torch_family) if b}
     pins, skipped = [], []
     for dist in lock.packages:

@@ -154,3 +154,10 @@ def test_diff_finds_a_named_snapshot_of_this_venv(venv: Path, repo: Path, tmp_pa
     assert done.returncode == 0, done.stderr
     missing = envguard("diff", "--venv", str(venv), cwd=tmp_path)
     assert missing.returncode == 2 and "run `envguard snapshot` first" in missing.stderr
+
+
+def test_diff_lock_uses_the_locks_venv_when_none_is_active(venv: Path, tmp_path: Path) -> None:
+    lock = tmp_path / "l.envguard.toml"
+    assert envguard("snapshot", "--venv", str(venv), "-o", str(lock), "-q").returncode == 0
+    done = envguard("diff", str(lock), cwd=tmp_path, env={"VIRTUAL_ENV": ""})
+    assert done.returncode == 0, done.stderr

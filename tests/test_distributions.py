@@ -152,3 +152,25 @@ def test_header_parser_round_trip(
     headers = distributions._Headers("\n".join(lines).encode())
     assert (headers.get("Name"), headers.get("Version")) == (name, version)
     assert headers.get_all("Requires-Dist", []) == reqs
+
+
+def test_a_plain_prefix_and_a_conda_env(tmp_path: Path) -> None:
+    """NGC-style containers install into /usr/local/lib/python3.X/dist-packages."""
+    prefix = tmp_path / "usr-local"
+    site = prefix / "lib" / "python3.12" / "dist-packages"
+    (site / "torch-2.11.0.dist-info").mkdir(parents=True)
+    (site / "torch-2.11.0.dist-info" / "METADATA").write_text("Name: torch\nVersion: 2.11.0\n")
+    (prefix / "include" / "python3.12").mkdir(parents=True)
+    (prefix / "include" / "python3.12" / "patchlevel.h").write_text('#define PY_VERSION "3.12.3"\n')
+    found = venv.locate(prefix)
+    assert (found.info.kind, found.python.version, found.site_packages) == (
+        "prefix",
+        "3.12.3",
+        site,
+    )
+    conda = tmp_path / "conda"
+    (conda / "conda-meta").mkdir(parents=True)
+    (conda / "conda-meta" / "python-3.11.9-hab00c5b_0_cpython.json").write_text("{}")
+    (conda / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    found = venv.locate(conda)
+    assert (found.info.kind, found.python.version) == ("conda", "3.11.9")

@@ -309,3 +309,15 @@ def test_all_restores_venv_then_code_and_cache(
     after = envguard("diff", str(lock), "--venv", str(venv), "--repo", str(repo), "--json")
     changes = json.loads(after.stdout)["result"]["changes"]
     assert [c for c in changes if c["severity"] != "info"] == [], changes
+
+
+def test_restore_never_replaces_a_non_venv(tmp_path: Path, good) -> None:
+    import dataclasses
+
+    from envguard.errors import EnvguardError
+
+    _, lock, _ = good
+    snap = lockfile.read(lock)
+    prefix = dataclasses.replace(snap, venv=dataclasses.replace(snap.venv, kind="prefix"))
+    with pytest.raises(EnvguardError, match="is a prefix, not a venv"):
+        restore.plan(snap, tmp_path / "usr-local", prefix, restore.Overrides())

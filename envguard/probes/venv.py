@@ -56,10 +56,17 @@ def locate(path: Path) -> Environment:
         cfg = _read_cfg(cfg_path)
         kind = "venv"
     elif (path / "conda-meta").is_dir():
-        cfg, kind = {}, "conda"
+        cfg, kind = _conda_version(path), "conda"
+    elif _prefix_site(path) is not None:
+        # a plain install prefix, as in NGC-style containers: /usr/local with dist-packages
+        cfg, kind = _patchlevel(path), "prefix"
     else:
-        raise VenvError(f"{path}: not a venv (no pyvenv.cfg) nor a conda env (no conda-meta/)")
-    site = _find_site_packages(path)
+        raise VenvError(
+            f"{path}: not a venv (no pyvenv.cfg), a conda env (no conda-meta/) or "
+            "a Python prefix (no lib/pythonX.Y/site-packages)"
+        )
+    site = _prefix_site(path) if kind == "prefix" else _find_site_packages(path)
+    assert site is not None
     info = VenvInfo(
         path=str(path.absolute()), kind=kind, creator=_creator(cfg), prompt=cfg.get("prompt")
     )
@@ -91,6 +98,37 @@ def _find_site_packages(root: Path) -> Path:
     return max(candidates, key=lambda p: _lib_version(p.parent.name))
 
 
+def _prefix_site(root: Path) -> Path | None:
+    """``lib/pythonX.Y/site-packages`` or Debian's ``dist-packages`` holding distributions."""
+    for name in ("site-packages", "dist-packages"):
+        found = [
+            p
+            for p in sorted((root / "lib").glob(f"python3*/{name}"))
+            if _LIB_DIR.match(p.parent.name) and any(p.glob("*.dist-info"))
+        ]
+        if found:
+            return max(found, key=lambda p: _lib_version(p.parent.name))
+    return None
+
+
+def _conda_version(root: Path) -> dict[str, str]:
+    """conda records the interpreter as ``conda-meta/python-3.12.3-<build>.json``."""
+    for meta in sorted((root / "conda-meta").glob("python-3*.json")):
+        version = meta.name.split("-")[1]
+        if version.count(".") == 2:
+            return {"version": version}
+    return {}
+
+
+def _patchlevel(root: Path) -> dict[str, str]:
+    """A prefix's exact version from its C headers, when they are installed."""
+    for header in sorted(root.glob("include/python3*/patchlevel.h")):
+        m = re.search(r'#define\s+PY_VERSION\s+"([\d.]+)', header.read_text(errors="replace"))
+        if m:
+            return {"version": m.group(1)}
+    return {}
+
+
 def _lib_version(dirname: str) -> tuple[int, int]:
     m = _LIB_DIR.match(dirname)
     return (int(m.group(2)), int(m.group(3))) if m else (0, 0)
@@ -100,7 +138,7 @@ def _creator(cfg: dict[str, str]) -> str | None:
     for tool in ("uv", "virtualenv"):
         if tool in cfg:
             return f"{tool} {cfg[tool]}"
-    return "venv" if cfg else None
+    return "venv" if "home" in cfg else None
 
 
 def _python(cfg: dict[str, str], site: Path) -> PythonInfo:
