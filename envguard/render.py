@@ -352,14 +352,14 @@ def fleet_report(report: FleetReport, *, show_all: bool) -> None:
 
     out = console()
     bad = [n for n in report.nodes if n.differs]
-    n, g = len(report.nodes), len(report.groups)
+    n, n_groups = len(report.nodes), len(report.groups)
     nodes = f"{n} node{'s' if n != 1 else ''}"
     head = (
         f"[bold red]{len(bad)} of {nodes} drift[/] from the lock"
         if bad
         else f"[bold green]All {nodes} match the lock[/]"
     )
-    out.print(f"{head}; {g} group{'s' if g != 1 else ''} of nodes that agree")
+    out.print(f"{head}; {n_groups} group{'s' if n_groups != 1 else ''} of nodes that agree")
     for g in report.groups:
         if not g.matches_lock:
             hosts = ", ".join(g.hosts[:8]) + (
