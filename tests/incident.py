@@ -129,3 +129,17 @@ def newer_torch(house: Path) -> str:
     build_wheel(house, "needs-new-torch", "1.0", requires=["torch==2.14.1"])
     build_wheel(house, "harmless", "1.0")
     return "needs-new-torch"
+
+
+def swap_in_sglang(venv: Path, house: Path) -> None:
+    """Install "sglang" the way the incident did: torch's cu130 build replaces cu128.
+
+    uv keeps an installed 2.11.0+cu128 for `torch==2.11.0`; sglang's pins in real life came
+    with a resolver that swapped it, which --reinstall-package torch replays.
+    """
+    from tests.conftest import uv_install
+
+    reqs = sglang_install(house)
+    uv_install(
+        venv, house, "--reinstall-package", "torch", "torch==2.11.0", "transformers==5.8.1", *reqs
+    )

@@ -13,34 +13,7 @@ from click.testing import CliRunner
 from envguard import drift, lockfile, snapshot
 from envguard.cli import cli
 from tests.conftest import make_venv, uv_bin, uv_install
-from tests.incident import N_SGLANG_DEPS, known_good, sglang_install
-
-
-def _drift_the_venv(tmp_path: Path, venv: Path) -> None:
-    after = tmp_path / "after"
-    reqs = sglang_install(after)
-    # uv keeps an installed 2.11.0+cu128 for `torch==2.11.0`; sglang's pins in real life came
-    # with a resolver that swapped it. --reinstall-package torch replays that swap.
-    subprocess.run(
-        [
-            uv_bin(),
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(venv / "bin" / "python"),
-            "--offline",
-            "--no-index",
-            "--find-links",
-            str(after),
-            "--reinstall-package",
-            "torch",
-            "torch==2.11.0",
-            "transformers==5.8.1",
-            *reqs,
-        ],
-        check=True,
-    )
+from tests.incident import N_SGLANG_DEPS, known_good, sglang_install, swap_in_sglang
 
 
 def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monkeypatch) -> None:
@@ -59,7 +32,7 @@ def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monke
     assert (inductor.files, inductor.bytes) == (108, 11_300_011)
 
     # The drift: sglang arrives, the cache is "cleaned up", a patch sits uncommitted.
-    _drift_the_venv(tmp_path, venv)
+    swap_in_sglang(venv, tmp_path / "after")
     shutil.rmtree(inductor_cache)
     (repo / "dflash_model.py").write_text(
         "def forward(x):\n    return x\n" + "".join(f"# experiment {i}\n" for i in range(12))

@@ -15,7 +15,7 @@ import pytest
 
 from envguard import drift, lockfile, restore, snapshot
 from tests.conftest import make_venv, uv_bin, uv_install
-from tests.incident import known_good, sglang_install
+from tests.incident import known_good, swap_in_sglang
 from tests.test_cli import envguard
 
 
@@ -28,30 +28,6 @@ def good(tmp_path: Path) -> tuple[Path, Path, Path]:
     lock = tmp_path / "lockfiles" / "train.envguard.toml"
     lockfile.write(lock, snapshot.take(venv, name="train", with_code=False))
     return venv, lock, house
-
-
-def _drift(tmp_path: Path, venv: Path) -> None:
-    after = tmp_path / "after"
-    reqs = sglang_install(after)
-    subprocess.run(
-        [
-            uv_bin(),
-            "pip",
-            "install",
-            "-q",
-            "--python",
-            str(venv / "bin" / "python"),
-            "--offline",
-            "--no-index",
-            "--find-links",
-            str(after),
-            "--reinstall-package",
-            "torch",
-            "torch==2.11.0",
-            *reqs,
-        ],
-        check=True,
-    )
 
 
 def _restore(lock: Path, house: Path, *extra: str, env: dict[str, str] | None = None):
@@ -76,7 +52,7 @@ def _siblings(venv: Path) -> list[str]:
 
 def test_replay_round_trips(tmp_path: Path, good) -> None:
     venv, lock, house = good
-    _drift(tmp_path, venv)
+    swap_in_sglang(venv, tmp_path / "after")
     assert _importable(venv) == "2.11.0+cu130"
     done = _restore(lock, house, "--verify-import")
     assert done.returncode == 0, done.stderr
@@ -98,7 +74,7 @@ def test_replay_round_trips(tmp_path: Path, good) -> None:
 
 def test_dry_run_writes_nothing(tmp_path: Path, good) -> None:
     venv, lock, _ = good
-    _drift(tmp_path, venv)
+    swap_in_sglang(venv, tmp_path / "after")
     before = (_siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv))
     done = envguard("restore", str(lock), "--dry-run", "--json")
     assert done.returncode == 0, done.stderr
@@ -136,7 +112,7 @@ exec {uv_bin()} "$@"
 )
 def test_uv_failure_keeps_the_old_venv(tmp_path: Path, good, on_sync: str, message: str) -> None:
     venv, lock, house = good
-    _drift(tmp_path, venv)
+    swap_in_sglang(venv, tmp_path / "after")
     before = _siblings(venv)
     done = _restore(lock, house, env=_fake_uv(tmp_path, on_sync))
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
@@ -146,7 +122,7 @@ def test_uv_failure_keeps_the_old_venv(tmp_path: Path, good, on_sync: str, messa
 
 def test_verify_mismatch_keeps_the_old_venv(tmp_path: Path, good) -> None:
     venv, lock, house = good
-    _drift(tmp_path, venv)
+    swap_in_sglang(venv, tmp_path / "after")
     extra = tmp_path / "extra"
     from tests.wheels import build_wheel
 
@@ -218,7 +194,7 @@ def test_refuses_while_in_use(tmp_path: Path, good) -> None:
 
 def test_kill_9_during_install_then_next_restore_cleans_up(tmp_path: Path, good) -> None:
     venv, lock, house = good
-    _drift(tmp_path, venv)
+    swap_in_sglang(venv, tmp_path / "after")
     env = {
         **os.environ,
         "NO_COLOR": "1",
@@ -291,7 +267,7 @@ def test_all_restores_venv_then_code_and_cache(
     assert saved.returncode == 0, saved.stderr
     assert "saved the compile caches to" in saved.stderr
     # the incident: venv drifted, cache gone, the patch committed away and new work started
-    _drift(tmp_path, venv)
+    swap_in_sglang(venv, tmp_path / "after")
     import shutil
 
     shutil.rmtree(inductor_cache)
