@@ -18,6 +18,7 @@ from envguard._run import run
 from envguard.errors import CommandError, EnvguardError, NotRestored
 from envguard.model import Distribution, PackageBuild, Record, Snapshot
 from envguard.probes.torch import PYPI_INDEX
+from envguard.redact import strip_url_credentials
 
 Progress = Callable[[str, int, int], None]
 VERIFIED_AREAS = ("python", "torch", "cuda", "libraries", "packages")
@@ -117,7 +118,7 @@ def _pin(
         return None, f"recorded incompletely ({dist.problem})"
     if dist.direct_url:
         return _direct_pin(dist)
-    where = overrides.index_url or "the default index"
+    where = strip_url_credentials(overrides.index_url or "the default index")
     if build is not None and build.index_url != PYPI_INDEX:
         # The PyTorch index carries the label in the wheel's own version: pin it exactly.
         source = where if overrides.given() else build.index_url

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from envguard._run import Completed, run
 from envguard.errors import CommandError, EnvguardError
+from envguard.redact import strip_url_credentials
 
 # Variants uv's --torch-backend knows route torch-family packages to the PyTorch index and
 # everything else to the default index: per-package indexes in one call.
@@ -64,11 +65,13 @@ class Indexes:
         return out
 
     def describe(self) -> str:
+        """For people and logs: index credentials never appear, only uv's argv has them."""
         parts = [self.index_url or "the default index (PyPI or UV_INDEX_URL)"]
         parts += list(self.extra_index_urls) + [f"find-links {p}" for p in self.find_links]
         if self.torch_backend:
             parts.append(f"torch-family from https://download.pytorch.org/whl/{self.torch_backend}")
-        return ", ".join(parts) + (" (offline)" if self.offline else "")
+        text = ", ".join(parts) + (" (offline)" if self.offline else "")
+        return strip_url_credentials(text)
 
 
 def torch_backend_for(variant: str) -> str | None:

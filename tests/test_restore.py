@@ -297,3 +297,14 @@ def test_restore_never_replaces_a_non_venv(tmp_path: Path, good) -> None:
     prefix = dataclasses.replace(snap, venv=dataclasses.replace(snap.venv, kind="prefix"))
     with pytest.raises(EnvguardError, match="is a prefix, not a venv"):
         restore.plan(snap, tmp_path / "usr-local", prefix, restore.Overrides())
+
+
+def test_index_credentials_never_reach_the_plan_or_errors(tmp_path: Path, good) -> None:
+    _, lock, _ = good
+    secret = "s3cr3t-pa55word"
+    url = f"https://bob:{secret}@127.0.0.1:9/simple"
+    plan = envguard("restore", str(lock), "--dry-run", "--json", "--index-url", url)
+    assert plan.returncode == 0 and secret not in plan.stdout + plan.stderr
+    assert "https://127.0.0.1:9/simple" in plan.stdout
+    failed = envguard("restore", str(lock), "--yes", "--offline", "--index-url", url)
+    assert failed.returncode == 1 and secret not in failed.stdout + failed.stderr
