@@ -59,8 +59,12 @@ def warning_line(message: str) -> None:
 
 
 def error_line(message: str) -> None:
+    """The one red line of a failure; installers' output in it may carry index URLs."""
     from rich.markup import escape
 
+    from envguard.redact import strip_url_credentials
+
+    message = strip_url_credentials(message)
     console(stderr=True).print(f"[bold red]error:[/] {escape(message)}")
 
 
