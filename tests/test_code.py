@@ -4,6 +4,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envguard.errors import RepoError
 from envguard.probes import code
@@ -121,3 +123,24 @@ def test_secret_redacted_in_a_base64_patch_too(repo: Path) -> None:
     assert state is not None and state.patch_encoding == "base64"
     assert b"abcdef0123456789abcdef" not in state.patch_bytes()
     assert b"caf\xe9" in state.patch_bytes()
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.from_regex(r"[a-z_/]{1,20}\.py", fullmatch=True),
+            st.integers(-1, 500),
+            st.integers(-1, 500),
+            st.booleans(),
+        ),
+        max_size=6,
+    )
+)
+def test_numstat_parser_round_trip(rows: list[tuple[str, int, int, bool]]) -> None:
+    text, want = "", []
+    for path, added, removed, renamed in rows:
+        a = "-" if added < 0 else str(added)
+        r = "-" if added < 0 else str(max(removed, 0))
+        text += f"{a}\t{r}\t\0old_{path}\0{path}\0" if renamed else f"{a}\t{r}\t{path}\0"
+        want.append((path, -1 if added < 0 else added, -1 if added < 0 else max(removed, 0)))
+    assert code._parse_numstat_z(text) == want

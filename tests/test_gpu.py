@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from envguard.probes import gpu
 
 H200_PROC = (
@@ -49,3 +52,36 @@ def test_proc_driver_wins_over_smi(tmp_path: Path, monkeypatch) -> None:
     )
     state = gpu.probe(proc_version=proc)
     assert (state.driver, state.source, len(state.gpus)) == ("580.159.04", "nvidia-smi", 1)
+
+
+@given(
+    driver=st.from_regex(r"[1-9][0-9]{2}\.[0-9]{1,3}(\.[0-9]{2})?", fullmatch=True),
+    module=st.sampled_from(
+        [
+            "NVIDIA UNIX Open Kernel Module for x86_64",
+            "NVIDIA UNIX x86_64 Kernel Module",
+            "NVIDIA UNIX Open Kernel Module for aarch64",
+        ]
+    ),
+)
+def test_proc_version_round_trip(driver: str, module: str) -> None:
+    text = f"NVRM version: {module}  {driver}  Release Build  (builder@host)  Thu Oct 30 2025\n"
+    assert gpu.parse_proc_version(text) == driver
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.from_regex(r"NVIDIA [A-Z][0-9]{2,3}( [A-Z]{3})?", fullmatch=True),
+            st.integers(1, 200_000),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_smi_csv_round_trip(gpus: list[tuple[str, int]]) -> None:
+    text = "".join(
+        f"{i}, {name}, GPU-{i:04d}, 9.0, {mem}, 580.1\n" for i, (name, mem) in enumerate(gpus)
+    )
+    _, parsed = gpu.parse_smi_csv(text)
+    assert [(g.name, g.memory_mib) for g in parsed] == gpus

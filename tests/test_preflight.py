@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envguard import preflight
 from envguard.errors import EnvguardError
@@ -124,3 +126,18 @@ def test_parse_forms() -> None:
     assert preflight.parse(["uv", "pip", "install", "x"]).installer == "uv"
     assert preflight.parse(["/usr/bin/pip3.12", "install", "-U", "x"]).args == ("-U", "x")
     assert preflight.parse(["python", "-m", "pip", "install", "x"]).installer == "pip"
+
+
+NAMES = st.from_regex(r"[a-z][a-z0-9\-]{0,12}", fullmatch=True)
+VERSIONS = st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}(\+cu1[0-9]{2})?", fullmatch=True)
+
+
+@given(st.lists(st.tuples(st.sampled_from("+-"), NAMES, VERSIONS), max_size=8))
+def test_uv_dry_run_parser(lines: list[tuple[str, str, str]]) -> None:
+    text = "Resolved 3 packages in 2ms\nWould install 1 package\n" + "".join(
+        f" {sign} {name}=={version}\n" for sign, name, version in lines
+    )
+    planned = preflight._parse_uv(text)
+    assert [(p.name, p.version) for p in planned] == [
+        (name, version) for sign, name, version in lines if sign == "+"
+    ]
