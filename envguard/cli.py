@@ -500,4 +500,14 @@ def fleet(lock: Path, snapshots: tuple[Path, ...], show_all: bool, as_json: bool
 
 
 def main() -> None:
-    cli(prog_name="envguard")
+    """Usage errors, like library errors, are one red line and exit 2."""
+    try:
+        code = cli.main(prog_name="envguard", standalone_mode=False)
+    except click.exceptions.Abort:
+        _fail("aborted", code=1)
+    except click.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        sub = f" {ctx.info_name}" if ctx is not None and ctx.parent is not None else ""
+        hint = f" (envguard{sub} -h)" if ctx is not None else ""
+        _fail(exc.format_message() + hint, code=exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -161,3 +161,32 @@ def test_diff_lock_uses_the_locks_venv_when_none_is_active(venv: Path, tmp_path:
     assert envguard("snapshot", "--venv", str(venv), "-o", str(lock), "-q").returncode == 0
     done = envguard("diff", str(lock), cwd=tmp_path, env={"VIRTUAL_ENV": ""})
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["snapshot", "--bogus"], "No such option '--bogus'"),
+        (["restore"], "Missing argument 'LOCK'"),
+        (["nosuch"], "No such command 'nosuch'"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], message: str) -> None:
+    done = envguard(*args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+
+
+def test_restore_without_yes_in_a_script(venv: Path, tmp_path: Path) -> None:
+    lock = tmp_path / "l.envguard.toml"
+    assert envguard("snapshot", "--venv", str(venv), "-o", str(lock), "-q").returncode == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "envguard", "restore", str(lock)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 2 and "pass --yes" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
