@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 
 from envguard import __version__
@@ -72,7 +72,7 @@ def take(
     )
     return Snapshot(
         name=name or found.name,
-        taken_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        taken_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         envguard_version=__version__,
         venv=found.info,
         python=found.python,
