@@ -38,7 +38,7 @@ def causes(old: Snapshot, new: Snapshot, entries: Sequence[JournalEntry] = ()) -
     moved = {n for n in b if n not in a or a[n].version != b[n].version}
     moved |= set(a) - set(b)
     out = _from_journal(old, entries, moved)
-    real = {x.name: x.version for x in (new.torch, *new.torch_family) if x}
+    real = new.versions()
     added = [b[n] for n in sorted(moved) if n in b and n not in a]
     changed = [b[n] for n in sorted(moved) if n in b and n in a]
     for group in grouping.install_groups(added, changed):

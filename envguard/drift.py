@@ -532,12 +532,11 @@ def _packages(old: Snapshot, new: Snapshot, covered: set[str]) -> Iterator[Chang
     added = [b[n] for n in sorted(set(b) - set(a))]
     changed = [(a[n], b[n]) for n in sorted(set(a) & set(b)) if a[n].version != b[n].version]
     removed = [a[n] for n in sorted(set(a) - set(b)) if n not in covered]
-    real = {b.name: b.version for b in (new.torch, *new.torch_family) if b}
-    real_old = {b.name: b.version for b in (old.torch, *old.torch_family) if b}
-    before = {y.name: real_old.get(x.name, x.version) for x, y in changed}
+    was, now = old.versions(), new.versions()
+    before = {y.name: was[x.name] for x, y in changed}
     for group in grouping.install_groups(added, [y for _, y in changed]):
         if len(group.members) > 1 or group.members[0].name not in covered:
-            yield _group_change(group, before, real)
+            yield _group_change(group, before, now)
     if removed:
         yield _removed_change(removed)
 

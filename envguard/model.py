@@ -319,6 +319,12 @@ class Snapshot(Record):
     warnings: tuple[str, ...] = ()
     packages: tuple[Distribution, ...] = ()
 
+    def versions(self) -> dict[str, str]:
+        """Every distribution's version; torch-family ones as their ``version.py`` says
+        (2.11.0+cu130), since PyPI's METADATA (2.11.0) hides the build."""
+        real = {b.name: b.version for b in (self.torch, *self.torch_family) if b}
+        return {d.name: real.get(d.name, d.version) for d in self.packages}
+
     def package(self, name: str) -> Distribution | None:
         for dist in self.packages:
             if dist.name == name:

@@ -232,7 +232,7 @@ def _cuda_from_requires(requires: Sequence[str]) -> str | None:
 
 def _reasons(before: Snapshot, after: Snapshot, planned: Sequence[Planned]) -> list[str]:
     old = {d.name: d.version for d in before.packages}
-    real_old = {b.name: b.version for b in (before.torch, *before.torch_family) if b}
+    real_old = before.versions()
     real_new = {"torch": after.torch.version} if after.torch else {}
     out = []
     for p in planned:

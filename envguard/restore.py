@@ -158,15 +158,12 @@ def _removals(lock: Snapshot, current: Snapshot | None) -> tuple[Removal, ...]:
 def _changes(lock: Snapshot, current: Snapshot | None) -> tuple[str, ...]:
     if current is None:
         return ()
-    real_lock = {b.name: b.version for b in (lock.torch, *lock.torch_family) if b}
-    real_now = {b.name: b.version for b in (current.torch, *current.torch_family) if b}
-    now = {d.name: real_now.get(d.name, d.version) for d in current.packages}
-    out = []
-    for d in lock.packages:
-        want = real_lock.get(d.name, d.version)
-        if d.name in now and now[d.name] != want:
-            out.append(f"{d.name} {now[d.name]} → {want}")
-    return tuple(out)
+    now = current.versions()
+    return tuple(
+        f"{name} {now[name]} → {want}"
+        for name, want in lock.versions().items()
+        if name in now and now[name] != want
+    )
 
 
 def requirements_text(p: Plan) -> str:

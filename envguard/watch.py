@@ -68,10 +68,7 @@ def in_venv(venv: Path) -> dict[str, str]:
 
 
 def package_delta(before: Snapshot, after: Snapshot) -> dict[str, tuple[str, ...]]:
-    real_a = {b.name: b.version for b in (before.torch, *before.torch_family) if b}
-    real_b = {b.name: b.version for b in (after.torch, *after.torch_family) if b}
-    a = {d.name: real_a.get(d.name, d.version) for d in before.packages}
-    b = {d.name: real_b.get(d.name, d.version) for d in after.packages}
+    a, b = before.versions(), after.versions()
     return {
         "added": tuple(f"{n} {b[n]}" for n in sorted(set(b) - set(a))),
         "removed": tuple(f"{n} {a[n]}" for n in sorted(set(a) - set(b))),
