@@ -38,28 +38,28 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
 
 
+def offline_install(house: Path, *reqs: str, uv: str | None = None) -> list[str]:
+    """``uv pip install`` of ``reqs`` from a local wheelhouse, never the network."""
+    return [
+        uv or uv_bin(),
+        "pip",
+        "install",
+        "--offline",
+        "--no-index",
+        "--find-links",
+        str(house),
+        *reqs,
+    ]
+
+
 def make_venv(path: Path) -> Path:
     subprocess.run([uv_bin(), "venv", "--quiet", "--python", sys.executable, str(path)], check=True)
     return path
 
 
 def uv_install(venv: Path, wheelhouse: Path, *reqs: str) -> None:
-    subprocess.run(
-        [
-            uv_bin(),
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(venv / "bin" / "python"),
-            "--offline",
-            "--no-index",
-            "--find-links",
-            str(wheelhouse),
-            *reqs,
-        ],
-        check=True,
-    )
+    python = str(venv / "bin" / "python")
+    subprocess.run(offline_install(wheelhouse, "--quiet", "--python", python, *reqs), check=True)
 
 
 def git(repo: Path, *args: str) -> str:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from envguard import journal
-from tests.conftest import make_venv, uv_bin, uv_install
+from tests.conftest import make_venv, offline_install, uv_bin, uv_install
 from tests.incident import known_good, newer_torch
 from tests.test_cli import envguard
 
@@ -40,14 +40,7 @@ def test_run_streams_journals_and_returns_the_exit_code(tmp_path: Path) -> None:
         "--venv",
         str(venv),
         "--",
-        uv_bin(),
-        "pip",
-        "install",
-        "--offline",
-        "--no-index",
-        "--find-links",
-        str(house),
-        "needs-new-torch",
+        *offline_install(house, "needs-new-torch"),
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from envguard import preflight
 from envguard.errors import EnvguardError
-from tests.conftest import make_venv, uv_bin, uv_install
+from tests.conftest import make_venv, offline_install, uv_install
 from tests.incident import known_good, newer_torch
 from tests.test_cli import envguard
 
@@ -43,14 +43,7 @@ def test_uv_dry_run_forecasts_the_torch_swap(tmp_path: Path, house: Path) -> Non
         "--venv",
         str(venv),
         "--",
-        uv_bin(),
-        "pip",
-        "install",
-        "--offline",
-        "--no-index",
-        "--find-links",
-        str(house),
-        "needs-new-torch",
+        *offline_install(house, "needs-new-torch"),
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "would replace torch 2.11.0+cu128 with 2.14.1+cu130 (CUDA 12.8 → 13.0)" in done.stdout
@@ -94,14 +87,7 @@ def test_a_harmless_install_passes(tmp_path: Path, house: Path) -> None:
         "--venv",
         str(venv),
         "--",
-        "uv",
-        "pip",
-        "install",
-        "--offline",
-        "--no-index",
-        "--find-links",
-        str(house),
-        "harmless",
+        *offline_install(house, "harmless", uv="uv"),
     )
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envguard import lockfile, protect, snapshot
-from tests.conftest import uv_bin, uv_install
+from tests.conftest import offline_install, uv_bin, uv_install
 from tests.incident import known_good, newer_torch
 from tests.test_cli import envguard
 
@@ -80,14 +80,7 @@ def test_envguard_run_applies_it_to_uv_without_activation(protected) -> None:
         "--venv",
         str(venv),
         "--",
-        uv_bin(),
-        "pip",
-        "install",
-        "--offline",
-        "--no-index",
-        "--find-links",
-        str(house),
-        "needs-new-torch",
+        *offline_install(house, "needs-new-torch"),
     )
     assert done.returncode != 0
     assert _torch(venv) == "2.11.0+cu128"
