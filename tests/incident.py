@@ -16,87 +16,99 @@ TORCH_PACKAGE = {
 }
 
 
-def known_good(house: Path) -> list[str]:
+def _training_set(
+    house: Path,
+    *,
+    cuda: tuple[int, int],
+    runtime: tuple[str, str, str],
+    cudnn: tuple[str, str],
+    nccl: tuple[str, str],
+    torch: str,
+    metadata: str,
+    transformers: str,
+) -> None:
+    """torch with its CUDA wheels (real header layout), triton and transformers.
+
+    runtime = (wheel, version, header folder); cudnn, nccl = (wheel, version).
+    """
+    (rt_name, rt_version, rt_dir), (dnn_name, dnn_version), (nccl_name, nccl_version) = (
+        runtime,
+        cudnn,
+        nccl,
+    )
+    major, minor = cuda
     build_wheel(
         house,
-        "nvidia-cuda-runtime-cu12",
-        "12.8.90",
-        files={"nvidia/cuda_runtime/include/cuda_runtime_api.h": cudart_header(12080)},
+        rt_name,
+        rt_version,
+        files={
+            f"nvidia/{rt_dir}/include/cuda_runtime_api.h": cudart_header(major * 1000 + minor * 10)
+        },
     )
     build_wheel(
         house,
-        "nvidia-cudnn-cu12",
-        "9.10.2.21",
-        files={"nvidia/cudnn/include/cudnn_version.h": cudnn_header(9, 10, 2)},
+        dnn_name,
+        dnn_version,
+        files={
+            "nvidia/cudnn/include/cudnn_version.h": cudnn_header(
+                *map(int, dnn_version.split(".")[:3])
+            )
+        },
     )
     build_wheel(
         house,
-        "nvidia-nccl-cu12",
-        "2.27.3",
-        files={"nvidia/nccl/include/nccl.h": nccl_header(2, 27, 3)},
+        nccl_name,
+        nccl_version,
+        files={"nvidia/nccl/include/nccl.h": nccl_header(*map(int, nccl_version.split(".")[:3]))},
     )
     build_wheel(house, "triton", "3.6.0")
     build_wheel(
         house,
         "torch",
-        "2.11.0+cu128",
+        torch,
+        metadata_version=metadata,
         files={
             **TORCH_PACKAGE,
-            "torch/version.py": torch_version_py("2.11.0+cu128", "12.8", GIT),
+            "torch/version.py": torch_version_py(torch, f"{major}.{minor}", GIT),
         },
         requires=[
-            "nvidia-cuda-runtime-cu12==12.8.90",
-            "nvidia-cudnn-cu12==9.10.2.21",
-            "nvidia-nccl-cu12==2.27.3",
+            f"{rt_name}=={rt_version}",
+            f"{dnn_name}=={dnn_version}",
+            f"{nccl_name}=={nccl_version}",
             "triton==3.6.0",
         ],
     )
     build_wheel(house, "tokenizers", "0.22.1")
     build_wheel(house, "numpy", "2.3.0")
-    build_wheel(house, "transformers", "5.6.0", requires=["tokenizers>=0.22", "numpy"])
+    build_wheel(house, "transformers", transformers, requires=["tokenizers>=0.22", "numpy"])
+
+
+def known_good(house: Path) -> list[str]:
+    _training_set(
+        house,
+        cuda=(12, 8),
+        runtime=("nvidia-cuda-runtime-cu12", "12.8.90", "cuda_runtime"),
+        cudnn=("nvidia-cudnn-cu12", "9.10.2.21"),
+        nccl=("nvidia-nccl-cu12", "2.27.3"),
+        torch="2.11.0+cu128",
+        metadata="2.11.0+cu128",
+        transformers="5.6.0",
+    )
     return ["torch==2.11.0+cu128", "transformers==5.6.0"]
 
 
 def sglang_install(house: Path) -> list[str]:
-    build_wheel(
-        house,
-        "nvidia-cuda-runtime",
-        "13.0.96",
-        files={"nvidia/cu13/include/cuda_runtime_api.h": cudart_header(13000)},
-    )
-    build_wheel(
-        house,
-        "nvidia-cudnn-cu13",
-        "9.19.0.56",
-        files={"nvidia/cudnn/include/cudnn_version.h": cudnn_header(9, 19, 0)},
-    )
-    build_wheel(
-        house,
-        "nvidia-nccl-cu13",
-        "2.28.9",
-        files={"nvidia/nccl/include/nccl.h": nccl_header(2, 28, 9)},
-    )
-    build_wheel(house, "triton", "3.6.0")
     # PyPI's torch: METADATA says 2.11.0, only version.py knows it is the cu130 build.
-    build_wheel(
+    _training_set(
         house,
-        "torch",
-        "2.11.0+cu130",
-        metadata_version="2.11.0",
-        files={
-            **TORCH_PACKAGE,
-            "torch/version.py": torch_version_py("2.11.0+cu130", "13.0", GIT),
-        },
-        requires=[
-            "nvidia-cuda-runtime==13.0.96",
-            "nvidia-cudnn-cu13==9.19.0.56",
-            "nvidia-nccl-cu13==2.28.9",
-            "triton==3.6.0",
-        ],
+        cuda=(13, 0),
+        runtime=("nvidia-cuda-runtime", "13.0.96", "cu13"),
+        cudnn=("nvidia-cudnn-cu13", "9.19.0.56"),
+        nccl=("nvidia-nccl-cu13", "2.28.9"),
+        torch="2.11.0+cu130",
+        metadata="2.11.0",
+        transformers="5.8.1",
     )
-    build_wheel(house, "tokenizers", "0.22.1")
-    build_wheel(house, "numpy", "2.3.0")
-    build_wheel(house, "transformers", "5.8.1", requires=["tokenizers>=0.22", "numpy"])
     deps = [f"sgl-dep-{i:02d}" for i in range(N_SGLANG_DEPS)]
     for i, dep in enumerate(deps):
         # a few chains, so that only sglang is a root of the group
