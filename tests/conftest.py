@@ -26,6 +26,8 @@ def uv_bin() -> str:
 def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the developer's real caches, venv or git identity."""
     base = tmp_path_factory.mktemp("isolated")
+    # lockfiles/ and journals land relative to the working directory: never in the checkout
+    monkeypatch.chdir(base)
     monkeypatch.setenv("ENVGUARD_CACHE_DIR", str(base / "envguard-cache"))
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(base / "inductor"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(base / "triton"))
