@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from packaging.utils import canonicalize_name
 
 from envguard import preflight
 from envguard.errors import EnvguardError
@@ -125,5 +126,5 @@ def test_uv_dry_run_parser(lines: list[tuple[str, str, str]]) -> None:
     )
     planned = preflight._parse_uv(text)
     assert [(p.name, p.version) for p in planned] == [
-        (name, version) for sign, name, version in lines if sign == "+"
+        (canonicalize_name(name), version) for sign, name, version in lines if sign == "+"
     ]
