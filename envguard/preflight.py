@@ -87,9 +87,10 @@ def parse(argv: Sequence[str]) -> Command:
 def dry_run(cmd: Command, venv: Path) -> list[Planned]:
     python = str(venv / "bin" / "python")
     if cmd.installer == "uv":
-        uv = cmd.argv[0] if Path(cmd.argv[0]).name != "uv" or shutil.which(cmd.argv[0]) else ""
+        # the user's uv when it resolves, else the one envguard ships with
+        uv = shutil.which(cmd.argv[0]) or uv_backend.find_uv()
         argv = [
-            uv or uv_backend.find_uv(),
+            uv,
             "pip",
             "install",
             "--dry-run",
