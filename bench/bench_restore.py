@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.build_venv import DEFAULT_FIXTURES  # noqa: E402
-from tests.wheels import build_wheel  # noqa: E402
+from envguard.demo.wheels import build_wheel  # noqa: E402
 
 
 def wheelhouse(house: Path, fixtures: Path) -> list[str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.build_venv import DEFAULT_FIXTURES  # noqa: E402
-from tests.incident import known_good, sglang_install  # noqa: E402
+from envguard.demo.incident import known_good, sglang_install  # noqa: E402
 
 
 def sh(*argv: str, cwd: Path | None = None, check: bool = True) -> int:

@@ -2,18 +2,20 @@
 
 Inference names the group of distributions installed together (close dist-info times), its
 root, and the requirement that forced the version: "installed with sglang 0.5.23; sglang
-0.5.23 requires torch==2.11.0". A journal record of ``envguard run`` wins over inference.
+0.5.23 requires torch==2.11.0". Only the members of that install are asked: a package that
+was there before did not cause it, and a requirement envguard does not know (uv's dry run
+carries none) gives no cause rather than a guessed one. A journal record of ``envguard run``
+wins over inference.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
-from packaging.utils import canonicalize_name
-
-from envguard import grouping
-from envguard.model import Distribution, Snapshot
+from envguard import grouping, requirements
+from envguard.model import Snapshot
+from envguard.versions import same
 
 
 class JournalEntry(Protocol):
@@ -35,25 +37,22 @@ class JournalEntry(Protocol):
 def causes(old: Snapshot, new: Snapshot, entries: Sequence[JournalEntry] = ()) -> dict[str, str]:
     a = {d.name: d for d in old.packages}
     b = {d.name: d for d in new.packages}
-    moved = {n for n in b if n not in a or a[n].version != b[n].version}
-    moved |= set(a) - set(b)
+    added = [d for n, d in b.items() if n not in a]
+    changed = [d for n, d in b.items() if n in a and not same(a[n].version, d.version)]
+    moved = {d.name for d in (*added, *changed)} | (a.keys() - b.keys())
     out = _from_journal(old, entries, moved)
     real = new.versions()
-    added = [b[n] for n in sorted(moved) if n in b and n not in a]
-    changed = [b[n] for n in sorted(moved) if n in b and n in a]
     for group in grouping.install_groups(added, changed):
-        for dist in group.members:
-            if dist.name in out:
-                continue
+        needed = [d for d in group.members if d.name not in out]
+        if not needed:
+            continue
+        requirers = _requirers(group, real)
+        for dist in needed:
             parts = []
             if group.root and group.root.name != dist.name:
                 parts.append(f"installed with {group.root.name} {group.root.version}")
-            why = forced_by(
-                dist.name,
-                a[dist.name].version if dist.name in a else None,
-                _ordered(group, b.values()),
-                real,
-            )
+            old_version = a[dist.name].version if dist.name in a else None
+            why = forced_by(dist.name, old_version, requirers.get(dist.name, ()))
             if why:
                 parts.append(why)
             if parts:
@@ -77,43 +76,32 @@ def _from_journal(
     return out
 
 
-def _ordered(
-    group: grouping.InstallGroup, everything: Iterable[Distribution]
-) -> list[Distribution]:
-    """The group's root first, then its members, then the rest of the environment."""
-    first = [group.root] if group.root else []
-    rest = [d for d in everything if d not in group.members]
-    return [*first, *group.members, *rest]
+Requirer = tuple[str, requirements.Req]  # ("sglang 0.5.23", the requirement)
 
 
-def forced_by(
-    name: str,
-    old_version: str | None,
-    candidates: Iterable[Distribution],
-    real: dict[str, str] | None = None,
-) -> str:
-    """The requirement that forced ``name`` off ``old_version`` (or pulled it in); ``real``
-    gives torch-family versions as their version.py says them."""
-    from packaging.requirements import InvalidRequirement, Requirement
+def _requirers(group: grouping.InstallGroup, real: dict[str, str]) -> dict[str, list[Requirer]]:
+    """For each name, the group members that require it, the group's root first. Each
+    member's Requires-Dist is read once; a group of 600 holds thousands of lines."""
+    members = sorted(group.members, key=lambda d: d is not group.root)
+    out: dict[str, list[Requirer]] = {}
+    for dist in members:
+        label = f"{dist.name} {real.get(dist.name, dist.version)}"
+        for line in dist.requires:
+            req = requirements.parse(line)
+            if req is not None and req.name != dist.name:
+                out.setdefault(req.name, []).append((label, req))
+    return out
 
-    fallback = ""
-    for dist in candidates:
-        if dist.name == name:
-            continue
-        for text in dist.requires:
-            try:
-                req = Requirement(text)
-            except InvalidRequirement:
-                continue
-            if canonicalize_name(req.name) != name:
-                continue
-            spec = f"{req.name}{req.specifier}"
-            line = f"{dist.name} {(real or {}).get(dist.name, dist.version)} requires {spec}"
-            if (
-                old_version
-                and req.specifier
-                and not req.specifier.contains(old_version, prereleases=True)
-            ):
-                return line
-            fallback = fallback or line
-    return fallback
+
+def forced_by(name: str, old_version: str | None, requirers: Sequence[Requirer]) -> str:
+    """The requirement that forced ``name`` off ``old_version`` (or, for a package that was
+    not there, pulled it in): "sglang 0.5.23 requires torch==2.11.0"; "" when none says.
+
+    ``requirers`` are the packages of the same install only. When none of their requirements
+    rules the old version out (``==2.11.0`` admits ``2.11.0+cu128``: the resolver chose the
+    other build), the one that names the package is still the fact to show.
+    """
+    for label, req in requirers:
+        if old_version is None or requirements.excludes(req.spec, old_version):
+            return f"{label} requires {req.text}"
+    return next((f"{label} requires {req.text}" for label, req in requirers), "")

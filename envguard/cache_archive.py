@@ -15,9 +15,11 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from envguard import compat
 from envguard._fs import atomic_write
 from envguard.errors import EnvguardError, NotRestored
-from envguard.model import CacheCompat, CompileCache, Snapshot
+from envguard.lockfile import compat_as_lists
+from envguard.model import CompileCache, Snapshot
 from envguard.probes.caches import default_paths
 from envguard.probes.caches import skipped as _skipped
 
@@ -64,35 +66,6 @@ def save(snap: Snapshot, lock_path: Path) -> tuple[Path, int]:
     return target, len(buf.getvalue())
 
 
-def incompatibilities(built_for: CacheCompat, live: Snapshot) -> list[str]:
-    """Why entries built for ``built_for`` would not be reused in ``live``."""
-    now = live_compat(live)
-    out = []
-    for field, label in (
-        ("torch", "torch"),
-        ("torch_git", "torch's source commit"),
-        ("triton", "triton"),
-        ("cuda", "CUDA"),
-    ):
-        then, current = getattr(built_for, field), getattr(now, field)
-        if then != current:
-            out.append(f"{label} {then or 'none'} (cache) vs {current or 'none'} (venv)")
-    if built_for.gpus and now.gpus and set(built_for.gpus) != set(now.gpus):
-        out.append(f"GPUs {', '.join(built_for.gpus)} (cache) vs {', '.join(now.gpus)} (here)")
-    return out
-
-
-def live_compat(live: Snapshot) -> CacheCompat:
-    triton = next((b.version for b in live.torch_family if "triton" in b.name), None)
-    return CacheCompat(
-        torch=live.torch.version if live.torch else None,
-        torch_git=live.torch.git_version if live.torch else None,
-        triton=triton or live.key_libraries.get("triton"),
-        cuda=live.torch.cuda if live.torch else None,
-        gpus=tuple(sorted({g.name for g in live.gpu.gpus})),
-    )
-
-
 def restore(
     lock_path: Path, live: Snapshot, environ: dict[str, str] | None = None
 ) -> list[Unpacked]:
@@ -104,11 +77,12 @@ def restore(
         manifest = _manifest(tar, archive)
         plan = []
         for entry in manifest:
+            compat_as_lists(entry)
             cache = CompileCache.from_dict(
                 {k: v for k, v in entry.items() if k != "folder"},
                 path=f"{archive.name}:{entry.get('folder')}",
             )
-            why = incompatibilities(cache.compat, live)
+            why = compat.mismatches(cache.compat, live)
             if why:
                 raise NotRestored(
                     f"the saved {cache.kind} cache would not be reused here: "

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from packaging.utils import canonicalize_name
-
+from envguard import requirements
 from envguard.model import Distribution
 
 WINDOW_SECONDS = 120
@@ -26,16 +25,7 @@ class InstallGroup:
 
 
 def requirement_names(dist: Distribution) -> set[str]:
-    # packaging.requirements costs ~20 ms to import; only groups of two or more need it.
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    names: set[str] = set()
-    for text in dist.requires:
-        try:
-            names.add(canonicalize_name(Requirement(text).name))
-        except InvalidRequirement:
-            continue
-    return names
+    return {r.name for r in map(requirements.parse, dist.requires) if r is not None}
 
 
 def install_groups(
@@ -78,6 +68,11 @@ def _root(members: Sequence[Distribution]) -> Distribution | None:
     needs = {d.name: requirement_names(d) & names for d in members}
     required = set().union(*needs.values())
     roots = [d for d in members if d.name not in required] or list(members)
+    # without requirements to tell (a forecast from uv's dry run), what was asked for is the
+    # root; installers that write REQUESTED for everything make this a no-op
+    asked = [d for d in roots if d.requested]
+    if asked and len(asked) < len(roots):
+        roots = asked
     return max(roots, key=lambda d: (len(_closure(d.name, needs)), d.name))
 
 

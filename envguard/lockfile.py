@@ -18,7 +18,7 @@ from envguard._fs import atomic_write
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
 
-SCHEMA = 1
+SCHEMA = 2
 SUFFIX = ".envguard.toml"
 DEFAULT_DIR = Path("lockfiles")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -106,12 +106,52 @@ def loads(data: bytes, source: str = "lockfile") -> Snapshot:
         )
     if schema < 1:
         raise LockfileError(f"{source}: schema {schema} is not a valid lockfile schema")
+    if schema == 1:
+        _from_schema_1(doc)
     try:
         return Snapshot.from_dict(doc, path=source)
     except LockfileError:
         raise
     except (TypeError, ValueError) as exc:
         raise LockfileError(f"{source}: {exc}") from exc
+
+
+def _from_schema_1(doc: dict[str, Any]) -> None:
+    """Schema 1 kept a cache's compatibility facts as single strings; schema 2 keeps what
+    the entries themselves say, as lists. Its per-file patch hashes were cut one newline
+    short (every file but the last), so they are taken again from the stored patch."""
+    for cache in doc.get("caches", []) if isinstance(doc.get("caches"), list) else []:
+        compat_as_lists(cache)
+    code = doc.get("code")
+    if isinstance(code, dict) and isinstance(code.get("changed"), list):
+        _rehash_sections(code)
+
+
+def compat_as_lists(cache: object) -> None:
+    """A schema-1 cache record's ``compat`` strings as schema 2's lists (also in archives)."""
+    compat = cache.get("compat") if isinstance(cache, dict) else None
+    if isinstance(compat, dict):
+        for key, value in compat.items():
+            if isinstance(value, str):
+                compat[key] = [value]
+
+
+def _rehash_sections(code: dict[str, Any]) -> None:
+    import base64
+
+    from envguard.model import section_facts, split_patch
+
+    patch = code.get("patch", "")
+    if not isinstance(patch, str):
+        return
+    try:
+        data = base64.b64decode(patch) if code.get("patch_encoding") == "base64" else patch.encode()
+    except ValueError:
+        return
+    sections = [s.encode("latin-1") for s in split_patch(data.decode("latin-1"))]
+    for row, section in zip(code["changed"], sections, strict=False):
+        if isinstance(row, dict):
+            row["sha256"], row["blob"], row["base_blob"] = section_facts(section)
 
 
 def read(path: Path) -> Snapshot:

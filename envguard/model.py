@@ -8,8 +8,10 @@ null); ``from_dict`` rebuilds and validates it, and every error names the field'
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, Union
 
@@ -141,9 +143,11 @@ class PythonInfo(Record):
 @dataclass(frozen=True, kw_only=True)
 class VenvInfo(Record):
     path: str
-    kind: str  # "venv" (pyvenv.cfg) or "conda" (conda-meta/)
+    kind: str  # "venv" (pyvenv.cfg), "conda" (conda-meta/) or "prefix" (a plain install)
     creator: str | None = None  # "uv 0.11.15", "venv", "virtualenv 20.26.0"
     prompt: str | None = None
+    system_site_packages: bool = False  # pyvenv.cfg include-system-site-packages = true
+    problem: str | None = None  # why the environment cannot start, when it cannot
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +162,7 @@ class Distribution(Record):
     direct_url: str | None = None  # credentials stripped
     requires: tuple[str, ...] = ()  # Requires-Dist without extras, as written
     problem: str | None = None  # set when the metadata was incomplete
+    duplicates: tuple[str, ...] = ()  # other metadata folders of the same name on disk
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,14 +220,17 @@ class GpuState(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class CacheCompat(Record):
-    """The facts a compile cache's entries depend on; another value means they will miss."""
+    """What a compile cache's entries say they were built for, read from the entries
+    themselves: Inductor's graphs carry torch's version, CUDA and git commit; Triton's
+    kernel metadata carries its triton_version and arch. Empty means the cache does not say.
+    A cache can hold entries of several builds, hence the tuples."""
 
-    torch: str | None = None
-    torch_git: str | None = None
-    triton: str | None = None
-    cuda: str | None = None
-    gpus: tuple[str, ...] = ()
-    archs: tuple[str, ...] = ()  # the GPU targets of the cache's own kernels (sm_90, ...)
+    torch: tuple[str, ...] = ()
+    torch_git: tuple[str, ...] = ()
+    cuda: tuple[str, ...] = ()
+    triton: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()  # GPU models the graphs were compiled on
+    archs: tuple[str, ...] = ()  # the GPU targets of the cache's own kernels (sm90, ...)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,6 +253,29 @@ class ChangedFile(Record):
     added: int  # -1 for a binary file
     removed: int
     sha256: str  # of this file's part of the patch
+    blob: str = ""  # git blob id of the working-tree file ("" when deleted or unknown)
+    base_blob: str = ""  # git blob id of the file at HEAD ("" when new or unknown)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MovedFile(Record):
+    """A file that differs between the lock's commit and the current HEAD."""
+
+    path: str
+    old_blob: str  # "" when the file did not exist at the lock's commit
+    new_blob: str  # "" when it does not exist at HEAD
+    own: bool = False  # envguard's own file (a lockfile, its journal, its config)
+    patch: str = ""  # `git diff <lock's commit> HEAD -- path`, for --show-patch
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadMove(Record):
+    """What changed between the lock's commit and HEAD; taken only against a lock."""
+
+    base: str  # the lock's commit
+    found: bool  # False when that commit is not in this repository (rebased away)
+    files: tuple[MovedFile, ...] = ()
+    omitted: int = 0  # files past the limit, not listed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -267,6 +298,7 @@ class CodeState(Record):
     changed: tuple[ChangedFile, ...] = ()
     untracked: tuple[UntrackedFile, ...] = ()
     untracked_omitted: int = 0
+    since: HeadMove | None = None  # only in a live snapshot taken against a lock
 
     def validate(self, path: str) -> None:
         if self.patch_encoding not in ("utf-8", "base64"):
@@ -276,9 +308,13 @@ class CodeState(Record):
         """Each changed file's part of the patch (``git diff`` orders both the same way)."""
         if self.patch_encoding != "utf-8" or not self.patch:
             return {}
-        parts = self.patch.split("\ndiff --git ")
-        sections = [parts[0], *("diff --git " + p for p in parts[1:])]
-        return {f.path: s for f, s in zip(self.changed, sections, strict=False)}
+        return dict(zip((f.path for f in self.changed), split_patch(self.patch), strict=False))
+
+    def sections(self) -> list[bytes]:
+        """The patch's per-file sections as bytes, whatever its encoding in the lockfile."""
+        # latin-1 maps bytes 1:1, and "diff --git " and "\n" are single bytes in UTF-8 too.
+        text = self.patch_bytes().decode("latin-1")
+        return [s.encode("latin-1") for s in split_patch(text)]
 
     def patch_bytes(self) -> bytes:
         import base64
@@ -286,6 +322,41 @@ class CodeState(Record):
         if self.patch_encoding == "base64":
             return base64.b64decode(self.patch)
         return self.patch.encode("utf-8")
+
+
+def split_patch(patch: str) -> list[str]:
+    """A ``git diff`` cut into its per-file sections, each byte for byte as git wrote it
+    (its trailing newline included), so that a file's section never depends on its neighbours.
+
+    A section starts at a line beginning ``diff --git ``; no content line can (hunk lines start
+    with a space, ``+`` or ``-``; binary patches are base85, which has no space).
+    """
+    starts = [m.start() for m in _SECTION.finditer(patch)]
+    if not starts:
+        return [patch] if patch else []
+    if starts[0] != 0:
+        starts.insert(0, 0)
+    return [patch[a:b] for a, b in zip(starts, [*starts[1:], len(patch)], strict=True)]
+
+
+_SECTION = re.compile(r"^diff --git ", re.MULTILINE)
+_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)", re.MULTILINE)
+
+
+def section_facts(section: bytes) -> tuple[str, str, str]:
+    """(sha256 of the section, the file's blob id now, its blob id at HEAD) of one file's part
+    of a ``git diff --binary`` (which implies ``--full-index``). A blob id of zeros (a file
+    added or deleted) and a section without an index line (a mode change) give "".
+    """
+    import hashlib
+
+    m = _INDEX.search(section.decode("latin-1"))
+    base, blob = (m.group(1), m.group(2)) if m else ("", "")
+    return (
+        hashlib.sha256(section).hexdigest(),
+        "" if set(blob) <= {"0"} else blob,
+        "" if set(base) <= {"0"} else base,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -316,14 +387,22 @@ class Snapshot(Record):
     caches: tuple[CompileCache, ...] = ()
     code: CodeState | None = None
     environ: dict[str, str] = field(default_factory=dict)
+    launcher: str | None = None  # torchrun, slurm or mpi, when one started this process
     warnings: tuple[str, ...] = ()
     packages: tuple[Distribution, ...] = ()
+    # distributions a --system-site-packages venv sees from its base interpreter, apart
+    # from the ones the venv has itself
+    inherited: tuple[Distribution, ...] = ()
 
     def versions(self) -> dict[str, str]:
         """Every distribution's version; torch-family ones as their ``version.py`` says
         (2.11.0+cu130), since PyPI's METADATA (2.11.0) hides the build."""
         real = {b.name: b.version for b in (self.torch, *self.torch_family) if b}
         return {d.name: real.get(d.name, d.version) for d in self.packages}
+
+    def with_warnings(self, warnings: Iterable[str]) -> Snapshot:
+        """The snapshot with ``warnings`` recorded once each, in order."""
+        return dataclasses.replace(self, warnings=tuple(dict.fromkeys(warnings)))
 
     def package(self, name: str) -> Distribution | None:
         for dist in self.packages:

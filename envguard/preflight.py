@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,12 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from envguard import _run, drift
+from envguard import _run, attribution, catalog, drift, requirements
 from envguard import uv as uv_backend
 from envguard.errors import CommandError, EnvguardError
 from envguard.model import CudaLibrary, CudaStack, Distribution, PackageBuild, Snapshot
-from envguard.probes.distributions import KEY_LIBRARIES
 from envguard.probes.torch import index_for, variant_of
+from envguard.versions import same
 
 _UV_LINE = re.compile(r"^\s*([+-])\s+([A-Za-z0-9][\w.\-]*)==(\S+)")
 _PIP = re.compile(r"^pip(3(\.\d+)?)?$")
@@ -38,7 +39,8 @@ _CUDA_PIN = re.compile(
 class Command:
     installer: str  # "uv" or "pip"
     argv: tuple[str, ...]  # as given
-    args: tuple[str, ...]  # what follows `install`
+    args: tuple[str, ...]  # what follows `install`, the user's target flags taken out
+    target: str | None = None  # the venv or interpreter the user's --python/--prefix names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,19 +60,26 @@ class Forecast:
         return any(c.severity == "critical" for c in self.report.changes)
 
 
+# Flags that name where an install goes. --python/--prefix may name the venv preflight
+# checks; the others install elsewhere, which preflight cannot forecast.
+_TARGET_FLAGS = {"--python": "python", "-p": "python", "--prefix": "prefix"}
+_ELSEWHERE = {"--target", "-t", "--root", "--user", "--system", "--break-system-packages"}
+_VALUED = {"--target", "-t", "--root"}
+
+
 def parse(argv: Sequence[str]) -> Command:
     if not argv:
         raise EnvguardError("nothing to check: envguard preflight -- uv pip install NAME...")
     tool = Path(argv[0]).name
     rest = list(argv[1:])
     if tool == "uv" and rest[:2] == ["pip", "install"]:
-        return Command(installer="uv", argv=tuple(argv), args=tuple(rest[2:]))
+        return _command("uv", argv, rest[2:])
     if tool.startswith("python") and rest[:2] == ["-m", "pip"]:
         rest = rest[2:]
         tool = "pip"
     if _PIP.match(tool):
         if rest[:1] == ["install"]:
-            return Command(installer="pip", argv=tuple(argv), args=tuple(rest[1:]))
+            return _command("pip", argv, rest[1:])
         raise EnvguardError(
             f"`{' '.join(argv[:3])}` is not an install; preflight checks "
             "`pip install …` and `uv pip install …`"
@@ -82,6 +91,59 @@ def parse(argv: Sequence[str]) -> Command:
     raise EnvguardError(
         f"unknown installer {tool!r}: preflight checks `uv pip install …` and `pip install …`"
     )
+
+
+def _command(installer: str, argv: Sequence[str], args: Sequence[str]) -> Command:
+    """Take the user's own target flags out of ``args``: preflight passes the venv itself."""
+    kept: list[str] = []
+    target: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        flag, eq, value = arg.partition("=")
+        if flag in _ELSEWHERE:
+            raise EnvguardError(
+                f"`{flag}` installs outside a venv; preflight forecasts installs into one "
+                "(drop it, or name the venv with --venv)"
+            )
+        if flag in _TARGET_FLAGS and (eq or flag != "-p" or installer == "uv"):
+            if not eq:
+                i += 1
+                value = args[i] if i < len(args) else ""
+            if not value:
+                raise EnvguardError(f"`{flag}` needs a value")
+            target = value
+        else:
+            kept.append(arg)
+        i += 1
+    return Command(installer=installer, argv=tuple(argv), args=tuple(kept), target=target)
+
+
+def venv_of(cmd: Command, venv: Path | None) -> Path | None:
+    """The venv the install command names (its --python or --prefix), checked against
+    ``--venv``; None when it names none."""
+    if cmd.target is None:
+        return venv
+    named = _venv_root(Path(cmd.target))
+    if named is None:
+        raise EnvguardError(
+            f"cannot tell which venv `{cmd.target}` is; name the venv with --venv and drop "
+            "the install's own --python/--prefix"
+        )
+    if venv is not None and named.resolve() != venv.resolve():
+        raise EnvguardError(
+            f"the install targets {named} but --venv is {venv}: preflight checks one venv; "
+            "drop one of the two"
+        )
+    return named
+
+
+def _venv_root(path: Path) -> Path | None:
+    """A venv folder, or its interpreter (``V/bin/python``), to the venv folder."""
+    for candidate in (path, path.parent.parent):
+        if (candidate / "pyvenv.cfg").is_file() or (candidate / "conda-meta").is_dir():
+            return candidate
+    return None
 
 
 def dry_run(cmd: Command, venv: Path) -> list[Planned]:
@@ -99,7 +161,11 @@ def dry_run(cmd: Command, venv: Path) -> list[Planned]:
             *cmd.args,
         ]
         done = _checked(argv)
-        return _parse_uv(done.stderr + done.stdout)
+        asked = {r.name for a in cmd.args if not a.startswith("-") and (r := requirements.parse(a))}
+        return [
+            dataclasses.replace(p, requested=p.name in asked)
+            for p in _parse_uv(done.stderr + done.stdout)
+        ]
     pip = (
         [python, "-m", "pip"]
         if _has_pip(venv)
@@ -163,24 +229,53 @@ def forecast(before: Snapshot, planned: Sequence[Planned]) -> Forecast:
 
 
 def predict(before: Snapshot, planned: Sequence[Planned]) -> Snapshot:
-    """``before`` with the planned distributions in place: what the install would leave."""
+    """``before`` with the planned distributions in place: what the install would leave.
+
+    Facts the installer's plan does not tell (a torch build's git commit, whether it is a
+    debug build, what uv's plan requires) are left unknown, never carried over or guessed.
+    """
     versions = {p.name: p.version for p in planned}
     by_name = {d.name: d for d in before.packages}
+    # one install writes every dist-info within seconds: the plan is one install group
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for p in planned:
-        by_name[p.name] = Distribution(name=p.name, version=p.version, requires=p.requires)
+        by_name[p.name] = Distribution(
+            name=p.name,
+            version=p.version,
+            requires=p.requires,
+            requested=p.requested,
+            installed_at=now,
+        )
     stack = _cuda_after(before.cuda, versions)
     torch = _torch_after(before.torch, planned, stack)
+    builds = {b.name: b for b in before.torch_family}
+    for name in versions.keys() & builds.keys():
+        builds[name] = _planned_build(builds[name], versions[name])
     key = dict(before.key_libraries)
-    key.update({n: v for n, v in versions.items() if n in KEY_LIBRARIES})
+    key.update({n: v for n, v in versions.items() if n in catalog.KEY_LIBRARIES})
+    key.update({b.name: b.version for b in builds.values()})
     if torch:
         key["torch"] = torch.version
     return dataclasses.replace(
         before,
         packages=tuple(by_name[n] for n in sorted(by_name)),
         torch=torch,
+        torch_family=tuple(builds[n] for n in sorted(builds)),
         key_libraries=key,
         cuda=stack,
         taken_at="planned",
+    )
+
+
+def _planned_build(old: PackageBuild, version: str) -> PackageBuild:
+    """A torch-family build after the install: its version, the rest unknown."""
+    return PackageBuild(
+        name=old.name,
+        version=version,
+        metadata_version=version,
+        variant=variant_of(version, {}) if "+" in version else "",
+        index_url=index_for(version, ""),
+        source="planned",
     )
 
 
@@ -235,9 +330,10 @@ def _reasons(before: Snapshot, after: Snapshot, planned: Sequence[Planned]) -> l
     old = {d.name: d.version for d in before.packages}
     real_old = before.versions()
     real_new = {"torch": after.torch.version} if after.torch else {}
+    requirers = _requirers(planned)
     out = []
     for p in planned:
-        if p.name not in old or old[p.name] == p.version:
+        if p.name not in old or same(old[p.name], p.version):
             continue
         line = (
             f"would replace {p.name} {real_old.get(p.name, old[p.name])} with "
@@ -250,17 +346,18 @@ def _reasons(before: Snapshot, after: Snapshot, planned: Sequence[Planned]) -> l
             and (before.torch.cuda != after.torch.cuda)
         ):
             line += f" (CUDA {before.torch.cuda or 'none'} → {after.torch.cuda or 'unknown'})"
-        because = requirer(p.name, planned)
+        because = attribution.forced_by(p.name, old[p.name], requirers.get(p.name, ()))
         out.append(f"{line} because {because}" if because else line)
     return out
 
 
-def requirer(name: str, planned: Sequence[Planned]) -> str:
-    """ "sglang 0.5.23 requires torch==2.11.0": the planned package that pins ``name``."""
-    for other in sorted(planned, key=lambda o: not o.requested):
-        for req in other.requires:
-            spec = req.split(";")[0].strip()
-            head = re.split(r"[=<>!~ \[(]", spec, maxsplit=1)[0]
-            if canonicalize_name(head) == name:
-                return f"{other.name} {other.version} requires {spec}"
-    return ""
+def _requirers(planned: Sequence[Planned]) -> dict[str, list[attribution.Requirer]]:
+    """Who in the plan requires what, what was asked for first. uv's plan says nothing of
+    requirements, so with uv this is empty and no "because" is guessed."""
+    out: dict[str, list[attribution.Requirer]] = {}
+    for p in sorted(planned, key=lambda o: not o.requested):
+        for line in p.requires:
+            req = requirements.parse(line)
+            if req is not None and req.name != p.name:
+                out.setdefault(req.name, []).append((f"{p.name} {p.version}", req))
+    return out

@@ -1,4 +1,8 @@
-"""Take a snapshot: call each probe once and assemble a :class:`Snapshot`. Nothing else."""
+"""Take a snapshot: call each probe once and assemble a :class:`Snapshot`.
+
+:func:`live_for` is the one way to take the live snapshot that a lock is compared with, so
+that ``diff``, ``guard``, ``run``, ``preflight`` and ``fleet`` cannot disagree about it.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from envguard import __version__
-from envguard.model import CacheCompat, CompileCache, GpuState, Snapshot
+from envguard import __version__, catalog, checks
+from envguard.model import CompileCache, GpuState, Snapshot
 from envguard.probes import caches, code, cuda, distributions, environ, gpu, host, torch, venv
 
-# Nightly and ROCm/XPU builds of torch depend on these instead of "triton".
-TRITON_NAMES = ("triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu")
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
@@ -29,8 +31,12 @@ def take(
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     system_roots: Iterable[str] | None = None,
+    base_commit: str | None = None,
 ) -> Snapshot:
-    """Read ``venv_path`` (and the repo, caches, host) without importing anything from it."""
+    """Read ``venv_path`` (and the repo, caches, host) without importing anything from it.
+
+    ``base_commit``: the lock's commit, to record what changed in the repo since.
+    """
     env = os.environ if env is None else env
     step = progress or (lambda phase, done, total: None)
     found = venv.locate(venv_path)
@@ -41,14 +47,13 @@ def take(
     gpu_thread.start()
     step("distributions", 0, 1)
     dists, warnings = distributions.scan(found.site_packages)
+    inherited = distributions.scan_inherited(found.inherited_sites, dists)
     by_name = {d.name: d for d in dists}
     builds = {
-        n: torch.probe(found.site_packages, by_name[n])
-        for n in ("torch", *torch.FAMILY)
-        if n in by_name
+        n: torch.probe(found.site_packages, by_name[n]) for n in catalog.BUILDS if n in by_name
     }
     step("CUDA stack", 0, 1)
-    torch_build = builds.pop("torch", None)
+    torch_build = builds.pop(catalog.TORCH, None)
     stack, cuda_warnings = cuda.probe(
         found.site_packages,
         dists,
@@ -56,21 +61,19 @@ def take(
         torch_cuda=torch_build.cuda if torch_build else None,
     )
     gpu_thread.join()
-    gpus = gpu_state[0] if gpu_state else GpuState(source="none")
-    compat = CacheCompat(
-        torch=torch_build.version if torch_build else None,
-        torch_git=torch_build.git_version if torch_build else None,
-        triton=next((by_name[n].version for n in TRITON_NAMES if n in by_name), None),
-        cuda=torch_build.cuda if torch_build else None,
-        gpus=tuple(sorted({g.name for g in gpus.gpus})),
-    )
-    cache_list, cache_warnings = _caches(env, cache_dirs, default_caches, compat, step)
+    cache_list, cache_warnings = _caches(env, cache_dirs, default_caches, step)
     step("code", 0, 1)
-    repo_path = repo if repo is not None else Path.cwd()
     code_state, code_warnings = (
-        code.probe(repo_path, required=repo_required) if with_code else (None, ())
+        code.probe(
+            repo if repo is not None else Path.cwd(),
+            required=repo_required,
+            base=base_commit,
+            exclude=(found.root,),
+        )
+        if with_code
+        else (None, ())
     )
-    return Snapshot(
+    snap = Snapshot(
         name=name or found.name,
         taken_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         envguard_version=__version__,
@@ -80,7 +83,7 @@ def take(
         torch=torch_build,
         torch_family=tuple(builds[n] for n in sorted(builds)),
         cuda=stack,
-        gpu=gpus,
+        gpu=gpu_state[0] if gpu_state else GpuState(source="none"),
         # torch-family versions as their version.py says: METADATA's 2.11.0 hides the +cu130.
         key_libraries={
             **distributions.key_libraries(dists),
@@ -89,17 +92,46 @@ def take(
         caches=cache_list,
         code=code_state,
         environ=environ.capture(env),
-        warnings=(*warnings, *cuda_warnings, *cache_warnings, *code_warnings),
+        launcher=catalog.launcher_of(env),
         packages=dists,
+        inherited=inherited,
+    )
+    found_warnings = (*warnings, *cuda_warnings, *cache_warnings, *code_warnings)
+    return snap.with_warnings((*found_warnings, *(f.why for f in checks.findings(snap))))
+
+
+def live_for(
+    lock: Snapshot,
+    venv_path: Path,
+    *,
+    repo: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    with_code: bool = True,
+    with_caches: bool = True,
+) -> Snapshot:
+    """The live snapshot to compare with ``lock``: ``venv_path``, the lock's repo (unless
+    ``repo`` names another), the caches the lock fingerprinted, what changed since its commit.
+    """
+    customs = [Path(c.path) for c in lock.caches if c.kind == "custom"]
+    if repo is None and lock.code and Path(lock.code.root).is_dir():
+        repo = Path(lock.code.root)
+    return take(
+        venv_path,
+        repo=repo,
+        # a lock taken outside any repository has no code to compare with
+        with_code=with_code and (lock.code is not None or repo is not None),
+        cache_dirs=customs if with_caches else (),
+        default_caches=with_caches and any(c.kind != "custom" for c in lock.caches),
+        name=lock.name,
+        env=env,
+        progress=progress,
+        base_commit=lock.code.head if lock.code else None,
     )
 
 
 def _caches(
-    env: Mapping[str, str],
-    extra: Iterable[Path],
-    defaults: bool,
-    compat: CacheCompat,
-    step: Progress,
+    env: Mapping[str, str], extra: Iterable[Path], defaults: bool, step: Progress
 ) -> tuple[tuple[CompileCache, ...], tuple[str, ...]]:
     wanted: list[tuple[str, Path]] = []
     if defaults:
@@ -116,7 +148,7 @@ def _caches(
         def bar(done: int, total: int, label: str = f"{kind} cache") -> None:
             step(label, done, total)
 
-        cache, warns = caches.probe(kind, path, compat, progress=bar)
+        cache, warns = caches.probe(kind, path, progress=bar)
         out.append(cache)
         warnings.extend(warns)
     return tuple(out), tuple(warnings)

@@ -42,7 +42,11 @@ def inductor(
     entries: int = 285, size: int = 353_000_000, fp: str = "f1", **compat: Any
 ) -> CompileCache:
     base = CacheCompat(
-        torch="2.11.0+cu128", torch_git=GIT, cuda="12.8", triton="3.6.0", gpus=("NVIDIA H200",)
+        torch=("2.11.0+cu128",),
+        torch_git=(GIT,),
+        cuda=("12.8",),
+        triton=("3.6.0",),
+        gpus=("NVIDIA H200",),
     )
     return CompileCache(
         kind="inductor",

@@ -40,22 +40,26 @@ def test_round_trip_into_a_fresh_cache_dir(saved, tmp_path: Path, monkeypatch) -
 
 
 def test_refuses_for_another_torch(saved) -> None:
+    """The H200 cache says torch 2.11.0+cu130 built it; a cu128 venv would not reuse it."""
     snap, lock, _, _, _ = saved
     other = PackageBuild(
         name="torch",
-        version="2.11.0+cu130",
-        metadata_version="2.11.0",
-        variant="cu130",
+        version="2.11.0+cu128",
+        metadata_version="2.11.0+cu128",
+        variant="cu128",
         index_url="x",
         source="version.py",
-        cuda="13.0",
+        cuda="12.8",
+        git_version="70d99e998b4955e0049d13a98d77ae1b14db1f45",
     )
     with pytest.raises(
         NotRestored,
-        match=r"would not be reused here: torch none \(cache\) vs "
-        r"2.11.0\+cu130 \(venv\)",
+        match=r"would not be reused here: torch 2.11.0\+cu130 \(cache\) vs "
+        r"2.11.0\+cu128 \(here\); CUDA 13.0 \(cache\) vs 12.8 \(here\)\. Nothing",
     ):
         cache_archive.restore(lock, dataclasses.replace(snap, torch=other))
+    same = dataclasses.replace(other, version="2.11.0+cu130", cuda="13.0", variant="cu130")
+    assert cache_archive.restore(lock, dataclasses.replace(snap, torch=same))
 
 
 def _evil_archive(lock: Path, member: tarfile.TarInfo, data: bytes = b"x") -> None:

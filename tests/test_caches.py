@@ -6,10 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envguard.model import CacheCompat
 from envguard.probes import caches
-
-COMPAT = CacheCompat(torch="2.11.0+cu130", cuda="13.0", gpus=("NVIDIA H200",))
 
 
 def _expected_counts(manifest: Path) -> Counter[str]:
@@ -32,33 +29,40 @@ def _expected_counts(manifest: Path) -> Counter[str]:
 
 
 def test_real_inductor_cache(inductor_cache: Path, fixture_dir: Path) -> None:
-    cache, warnings = caches.probe("inductor", inductor_cache, COMPAT)
+    cache, warnings = caches.probe("inductor", inductor_cache)
     expected = _expected_counts(fixture_dir / "inductor_manifest.txt")
     assert (cache.files, cache.bytes) == (108, 11_300_011)
     for kind in caches.KINDS:
         assert cache.counts.get(kind, 0) == expected[kind], kind
-    assert cache.compat.archs == ("sm90",)  # read from the kernels' own metadata
-    assert cache.compat.torch == "2.11.0+cu130"
+    # what the cache says about itself, against what the H200 venv's torch/version.py says
+    version_py = (fixture_dir / "torch_version.py").read_text()
+    assert f"__version__ = '{cache.compat.torch[0]}'" in version_py
+    assert f"git_version = '{cache.compat.torch_git[0]}'" in version_py
+    assert f"cuda: Optional[str] = '{cache.compat.cuda[0]}'" in version_py
+    assert len(cache.compat.torch) == len(cache.compat.cuda) == 1
+    assert cache.compat.triton == ("3.6.0",)  # the kernels' triton_version
+    assert cache.compat.archs == ("sm90",)  # and their arch
+    assert cache.compat.gpus == ("NVIDIA H200",)  # the graphs' "GPU Hardware Info"
     assert warnings == ()
 
 
 def test_fingerprint_is_stable_and_skips_noise(inductor_cache: Path) -> None:
-    first, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    first, _ = caches.probe("inductor", inductor_cache)
     (inductor_cache / "fxgraph" / "x.lock").write_text("pid")
     (inductor_cache / "tmpab12cd34ef").write_text("half-written")
     (inductor_cache / "__pycache__").mkdir()
     (inductor_cache / "__pycache__" / "m.cpython-312.pyc").write_bytes(b"\0")
-    second, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    second, _ = caches.probe("inductor", inductor_cache)
     assert second.fingerprint == first.fingerprint and second.files == first.files
 
 
 def test_content_change_changes_fingerprint(inductor_cache: Path) -> None:
-    first, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    first, _ = caches.probe("inductor", inductor_cache)
     victim = next(inductor_cache.glob("*/*.best_config"))
     data = victim.read_bytes()
     victim.write_bytes(data[:-1] + (b"X" if data[-1:] != b"X" else b"Y"))  # same size
     os.utime(victim, ns=(1, 1))  # an old mtime, so only the stat key tells it changed
-    second, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    second, _ = caches.probe("inductor", inductor_cache)
     assert second.fingerprint != first.fingerprint and second.bytes == first.bytes
 
 
@@ -66,11 +70,11 @@ def test_warm_fingerprint_reads_no_content(inductor_cache: Path, monkeypatch) ->
     old = 1_600_000_000_000_000_000  # files older than the racy window are trusted
     for p in inductor_cache.rglob("*"):
         os.utime(p, ns=(old, old))
-    cold, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    cold, _ = caches.probe("inductor", inductor_cache)
     reads: list[str] = []
     real_hash = caches._hash
     monkeypatch.setattr(caches, "_hash", lambda root, e: reads.append(e.rel) or real_hash(root, e))
-    warm, _ = caches.probe("inductor", inductor_cache, COMPAT)
+    warm, _ = caches.probe("inductor", inductor_cache)
     assert reads == [] and warm == cold
 
 
@@ -81,13 +85,13 @@ def test_unreadable_file_is_reported_not_fatal(inductor_cache: Path, monkeypatch
         "_hash",
         lambda root, e: None if e.rel.endswith(".best_config") else real_hash(root, e),
     )
-    cache, warnings = caches.probe("inductor", inductor_cache, COMPAT)
+    cache, warnings = caches.probe("inductor", inductor_cache)
     assert cache.unreadable == 3 and cache.files == 105
     assert "3 unreadable" in warnings[0]
 
 
 def test_missing_cache(tmp_path: Path) -> None:
-    cache, _ = caches.probe("inductor", tmp_path / "none", COMPAT)
+    cache, _ = caches.probe("inductor", tmp_path / "none")
     assert not cache.exists and cache.entries == 0
 
 
@@ -95,9 +99,12 @@ def test_triton_cache_layout(tmp_path: Path) -> None:
     for h in ("AAAA", "BBBB"):
         (tmp_path / h).mkdir()
         (tmp_path / h / "k.cubin").write_bytes(b"\x7fELF")
-        (tmp_path / h / "k.json").write_text('{"arch": 90, "name": "k"}')
-    cache, _ = caches.probe("triton", tmp_path, COMPAT)
+        (tmp_path / h / "k.json").write_text(
+            f'{{"arch": 90, "name": "k", "triton_version": "3.{len(h)}.0"}}'
+        )
+    cache, _ = caches.probe("triton", tmp_path)
     assert cache.counts == {"triton_kernels": 2} and cache.compat.archs == ("sm90",)
+    assert cache.compat.triton == ("3.4.0",) and cache.compat.torch == ()
 
 
 def test_default_paths_follow_torch_and_triton(monkeypatch) -> None:

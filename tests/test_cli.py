@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from envguard import __version__
+from envguard.demo.wheels import build_wheel
 from tests.conftest import make_venv, uv_install
-from tests.wheels import build_wheel
 
 
 def envguard(

@@ -5,9 +5,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from envguard.demo.wheels import cudart_header, cudnn_header, nccl_header
 from envguard.model import Distribution
 from envguard.probes import cuda
-from tests.wheels import cudart_header, cudnn_header, nccl_header
 
 
 def _site(tmp_path: Path, files: dict[str, str]) -> Path:

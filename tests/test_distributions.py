@@ -8,10 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envguard import snapshot
+from envguard.demo.wheels import build_wheel
 from envguard.errors import VenvError
 from envguard.probes import distributions, venv
 from tests.conftest import make_venv, uv_install
-from tests.wheels import build_wheel
 
 
 def test_reads_a_uv_venv(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_header_parser_skips_continuations_and_body(tmp_path: Path) -> None:
 
 
 def test_torch_family_key_libraries_carry_the_real_build(tmp_path: Path) -> None:
-    from tests.incident import sglang_install
+    from envguard.demo.incident import sglang_install
 
     env = make_venv(tmp_path / "venv")
     sglang_install(tmp_path / "house")

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from envguard import lockfile, snapshot
+from envguard.demo.incident import known_good
 from tests.conftest import make_venv, uv_bin, uv_install
-from tests.incident import known_good
 from tests.test_cli import envguard
 
 if sys.version_info >= (3, 11):

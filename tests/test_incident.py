@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from envguard import drift, lockfile, snapshot
 from envguard.cli import cli
+from envguard.demo.incident import N_SGLANG_DEPS, known_good, sglang_install, swap_in_sglang
 from tests.conftest import make_venv, uv_bin, uv_install
-from tests.incident import N_SGLANG_DEPS, known_good, sglang_install, swap_in_sglang
 
 
 def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monkeypatch) -> None:
@@ -69,9 +69,8 @@ def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monke
     assert (
         inductor.entries == 31
     )  # 4 fxgraph + 2 aotautograd + 11 kernels + 11 modules + 3 autotune
-    assert cache.why == (
-        "Inductor cache 31 entries / 11.3 MB → gone: cold, the first steps will recompile"
-    )
+    assert (cache.old, cache.new) == ("31 entries / 11.3 MB", "gone")
+    assert cache.why == "Inductor cache is gone: cold, the first steps will recompile"
     code = whys["dflash_model.py"]
     assert code.severity == "critical"
     assert code.why == "dflash_model.py has an uncommitted change not in the snapshot (+12 −0)"

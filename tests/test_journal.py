@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from envguard import journal
+from envguard.demo.incident import known_good, newer_torch
 from tests.conftest import make_venv, offline_install, uv_bin, uv_install
-from tests.incident import known_good, newer_torch
 from tests.test_cli import envguard
 
 

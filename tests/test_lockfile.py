@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envguard import lockfile, snapshot
+from envguard.demo.wheels import build_wheel
 from envguard.errors import LockfileError
 from envguard.model import (
     CodeState,
@@ -23,7 +24,6 @@ from envguard.model import (
     VenvInfo,
 )  # fmt: skip
 from tests.conftest import make_venv, uv_install
-from tests.wheels import build_wheel
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -140,7 +140,7 @@ def test_write_is_atomic_and_leaves_no_temp(tmp_path: Path, monkeypatch) -> None
         (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8"),
         (b"[[packages]\nname = ", "not valid TOML"),
         (b'name = "x"\n', "no integer 'schema'"),
-        (b"schema = 99\n", "schema 99, this envguard reads up to 1; upgrade envguard"),
+        (b"schema = 99\n", "schema 99, this envguard reads up to 2; upgrade envguard"),
         (b'schema = 1\nname = "x"\n', "taken_at: missing"),
     ],
 )

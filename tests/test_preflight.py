@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from packaging.utils import canonicalize_name
 
 from envguard import preflight
+from envguard.demo.incident import known_good, newer_torch
 from envguard.errors import EnvguardError
 from tests.conftest import make_venv, offline_install, uv_install
-from tests.incident import known_good, newer_torch
 from tests.test_cli import envguard
 
 

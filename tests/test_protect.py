@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from envguard import lockfile, protect, snapshot
+from envguard.demo.incident import known_good, newer_torch
 from tests.conftest import offline_install, uv_bin, uv_install
-from tests.incident import known_good, newer_torch
 from tests.test_cli import envguard
 
 

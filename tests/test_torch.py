@@ -5,9 +5,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from envguard.demo.wheels import torch_version_py
 from envguard.model import Distribution
 from envguard.probes import torch as torch_probe
-from tests.wheels import torch_version_py
 
 
 def test_reads_the_real_h200_version_py(fixture_dir: Path) -> None:

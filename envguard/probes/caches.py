@@ -8,7 +8,6 @@ cache again reads no file contents.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import getpass
 import hashlib
 import json
@@ -28,8 +27,17 @@ from envguard.model import CacheCompat, CompileCache
 
 Progress = Callable[[int, int], None]  # (files done, files total)
 KINDS = ("fxgraph", "aotautograd", "triton_kernels", "generated_code", "autotune")
-_STATCACHE_VERSION = 1
+_STATCACHE_VERSION = 2
 _JSON_LIMIT = 1 << 20
+_CHUNK = 1 << 20
+# Inductor's FX graph entries embed the repro header torch writes: its version, CUDA, commit
+# and the GPUs it compiled on. It sits in the first tens of kB of the entry.
+_GRAPH_HEADER = re.compile(
+    rb"# torch version: (\S+)\n# torch cuda version: (\S+)\n# torch git version: (\S+)\n"
+)
+_GPU_INFO = re.compile(rb"# GPU Hardware Info: ?\n((?:# .+ : \d+ ?\n)+)")
+_GPU_LINE = re.compile(rb"# (.+?) : \d+ ?\n")
+_FACT_KEYS = ("torch", "torch_git", "cuda", "triton", "gpus", "archs")
 # A file changed twice within one mtime tick keeps its size and mtime ("racy git"): entries
 # this fresh are hashed again next time rather than trusted.
 _RACY_SECONDS = 2.0
@@ -66,14 +74,14 @@ class _Entry:
 
 
 def probe(
-    kind: str, path: Path, compat: CacheCompat, *, progress: Progress | None = None
+    kind: str, path: Path, *, progress: Progress | None = None
 ) -> tuple[CompileCache, tuple[str, ...]]:
     if not path.is_dir():
-        return CompileCache(kind=kind, path=str(path), exists=False, compat=compat), ()
+        return CompileCache(kind=kind, path=str(path), exists=False), ()
     entries, unreadable_dirs = _walk(path)
     store = _StatCache.load(path)
     digests: list[tuple[str, int, str]] = []
-    archs: set[str] = set()
+    facts: dict[str, set[str]] = {k: set() for k in _FACT_KEYS}
     unreadable = unreadable_dirs
     for i, entry in enumerate(entries):
         cached = store.get(entry)
@@ -85,7 +93,7 @@ def probe(
             store.put(entry, cached)
         digests.append((entry.rel, entry.size, cached[0]))
         if cached[1]:
-            archs.add(cached[1])
+            _add_facts(facts, cached[1])
         if progress is not None:
             progress(i + 1, len(entries))
     store.save()
@@ -100,10 +108,17 @@ def probe(
         counts=counts,
         fingerprint=_fingerprint(digests),
         unreadable=unreadable,
-        compat=dataclasses.replace(compat, archs=tuple(sorted(archs))),
+        compat=CacheCompat(**{k: tuple(sorted(v)) for k, v in facts.items()}),
     )
     warnings = (f"{kind} cache {path}: {unreadable} unreadable, left out of the fingerprint",)
     return cache, warnings if unreadable else ()
+
+
+def _add_facts(facts: dict[str, set[str]], encoded: str) -> None:
+    for item in encoded.split("\t"):
+        key, _, value = item.partition("=")
+        if key in facts and value:
+            facts[key].add(value)
 
 
 def skipped(name: str) -> bool:
@@ -143,28 +158,53 @@ def _walk(root: Path) -> tuple[list[_Entry], int]:
 
 
 def _hash(root: Path, entry: _Entry) -> tuple[str, str] | None:
-    """(content sha256, GPU arch if this is a Triton kernel's metadata) or None if unreadable."""
+    """(content sha256, what the entry says it was built for) or None if unreadable."""
     try:
         with (root / entry.rel).open("rb") as fh:
             if entry.rel.endswith(".json") and entry.size <= _JSON_LIMIT:
                 data = fh.read()
-                return hashlib.sha256(data).hexdigest(), _kernel_arch(entry.rel, data)
-            return _file_sha256(fh), ""
+                return hashlib.sha256(data).hexdigest(), _kernel_facts(entry.rel, data)
+            return _file_sha256(fh, graph=_is_graph(entry.rel))
     except OSError:
         return None
 
 
-def _file_sha256(fh: BufferedReader) -> str:
+def _is_graph(rel: str) -> bool:
+    return rel.startswith("fxgraph/") or "/fxgraph/" in rel
+
+
+def _file_sha256(fh: BufferedReader, *, graph: bool) -> tuple[str, str]:
     h = hashlib.sha256()
-    buf = bytearray(1 << 20)
+    buf = bytearray(_CHUNK)
     view = memoryview(buf)
+    facts = ""
+    first = True
     while n := fh.readinto(view):
+        if first and graph:
+            facts = _graph_facts(bytes(view[:n]))
+        first = False
         h.update(view[:n])
-    return h.hexdigest()
+    return h.hexdigest(), facts
 
 
-def _kernel_arch(rel: str, data: bytes) -> str:
-    """Triton writes ``<kernel>.json`` with ``"arch": "sm90"`` beside each compiled kernel."""
+def _graph_facts(head: bytes) -> str:
+    """torch's version, CUDA and commit, and the GPUs, from an FX graph entry's repro header."""
+    m = _GRAPH_HEADER.search(head)
+    if m is None:
+        return ""
+    torch, cuda, git = (v.decode("utf-8", "replace") for v in m.groups())
+    items = [f"torch={torch}", f"cuda={cuda}", f"torch_git={git}"]
+    gpus = _GPU_INFO.search(head, m.end())
+    if gpus is not None:
+        items += [
+            f"gpus={g.decode('utf-8', 'replace').strip()}" for g in _GPU_LINE.findall(gpus.group(1))
+        ]
+    return "\t".join(items)
+
+
+def _kernel_facts(rel: str, data: bytes) -> str:
+    """Triton writes ``<kernel>.json`` beside each compiled kernel: ``"arch": "sm90"`` and its
+    ``triton_version``."""
     name = rel.rsplit("/", 1)[-1]
     if name.startswith("__grp__"):
         return ""
@@ -172,10 +212,18 @@ def _kernel_arch(rel: str, data: bytes) -> str:
         meta = json.loads(data)
     except ValueError:
         return ""
-    arch = meta.get("arch") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict):
+        return ""
+    items = []
+    arch = meta.get("arch")
     if isinstance(arch, int):
         arch = f"sm{arch}"
-    return arch if isinstance(arch, str) and arch.startswith(("sm", "gfx")) else ""
+    if isinstance(arch, str) and arch.startswith(("sm", "gfx")):
+        items.append(f"archs={arch}")
+    version = meta.get("triton_version")
+    if isinstance(version, str) and version and "\t" not in version:
+        items.append(f"triton={version}")
+    return "\t".join(items)
 
 
 def _fingerprint(digests: list[tuple[str, int, str]]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -10,36 +11,52 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from envguard import catalog
 from envguard.model import Distribution
 from envguard.redact import strip_url_credentials
-
-KEY_LIBRARIES = (
-    "torch", "torchvision", "torchaudio", "triton", "transformers", "flash-attn", "xformers",
-    "flashinfer-python", "vllm", "sglang", "accelerate", "deepspeed", "peft", "tokenizers",
-    "safetensors", "numpy",
-)  # fmt: skip
 
 _HEADER_CHUNK = 16384
 
 
 def scan(site_packages: Path) -> tuple[tuple[Distribution, ...], tuple[str, ...]]:
     """All distributions, sorted by name, and a warning for each one recorded incompletely."""
-    found: dict[str, Distribution] = {}
+    found: dict[str, list[tuple[str, Distribution]]] = {}
     warnings: list[str] = []
     for meta_dir, mtime in _metadata_dirs(site_packages):
         dist = _read(meta_dir, mtime)
         if dist.problem:
             warnings.append(f"{os.path.basename(meta_dir)}: {dist.problem}")
-        # Two metadata folders for one name is a broken venv; the newer install is the live one.
-        prior = found.get(dist.name)
-        if prior is None or dist.installed_at > prior.installed_at:
-            found[dist.name] = dist
-    return tuple(found[k] for k in sorted(found)), tuple(warnings)
+        found.setdefault(dist.name, []).append((os.path.basename(meta_dir), dist))
+    return tuple(_one(found[k]) for k in sorted(found)), tuple(warnings)
+
+
+def _one(copies: list[tuple[str, Distribution]]) -> Distribution:
+    """Two metadata folders for one name is a broken install (an interrupted upgrade, a
+    second installer): the newer is taken as the live one and the others are named."""
+    if len(copies) == 1:
+        return copies[0][1]
+    copies.sort(key=lambda c: (c[1].installed_at, c[0]))
+    live = copies[-1][1]
+    return dataclasses.replace(live, duplicates=tuple(sorted(f for f, _ in copies[:-1])))
+
+
+def scan_inherited(
+    sites: tuple[Path, ...], own: tuple[Distribution, ...]
+) -> tuple[Distribution, ...]:
+    """What a --system-site-packages venv imports from its base interpreter: the first copy
+    of each name along ``sites``, leaving out the names the venv has itself."""
+    mine = {d.name for d in own}
+    found: dict[str, Distribution] = {}
+    for site in sites:
+        for dist in scan(site)[0]:
+            if dist.name not in mine and dist.name not in found:
+                found[dist.name] = dist
+    return tuple(found[k] for k in sorted(found))
 
 
 def key_libraries(dists: tuple[Distribution, ...]) -> dict[str, str]:
     versions = {d.name: d.version for d in dists}
-    return {name: versions[name] for name in KEY_LIBRARIES if name in versions}
+    return {name: versions[name] for name in catalog.KEY_LIBRARIES if name in versions}
 
 
 # This loop runs for every distribution of every snapshot, so it works on str paths and

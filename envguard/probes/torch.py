@@ -17,7 +17,6 @@ from envguard.model import Distribution, PackageBuild
 
 PYPI_INDEX = "https://pypi.org/simple"
 PYTORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
-FAMILY = ("torchvision", "torchaudio", "triton")
 _VARIANT = re.compile(r"^(cu\d{2,4}|cpu|rocm\d+(\.\d+)*|xpu)$")
 _FIELDS = ("__version__", "git_version", "cuda", "hip", "rocm", "xpu", "debug")
 
@@ -63,7 +62,8 @@ def index_for(metadata_version: str, variant: str) -> str:
 
 
 def probe(site: Path, dist: Distribution) -> PackageBuild:
-    module = dist.name.replace("-", "_")
+    # pytorch-triton and its kin install the `triton` module; none of them ships a version.py
+    module = "triton" if dist.name.endswith("triton") else dist.name.replace("-", "_")
     fields: dict[str, Any] = {}
     try:
         text = (site / module / "version.py").read_text(encoding="utf-8")

@@ -21,6 +21,9 @@ class Environment:
     site_packages: Path
     info: VenvInfo
     python: PythonInfo
+    # the base interpreter's site folders a --system-site-packages venv also imports from,
+    # in sys.path order (user site first)
+    inherited_sites: tuple[Path, ...] = ()
 
     @property
     def name(self) -> str:
@@ -67,10 +70,59 @@ def locate(path: Path) -> Environment:
         )
     site = _prefix_site(path) if kind == "prefix" else _find_site_packages(path)
     assert site is not None
+    python = _python(cfg, site)
+    system_site = cfg.get("include-system-site-packages", "").lower() == "true"
     info = VenvInfo(
-        path=str(path.absolute()), kind=kind, creator=_creator(cfg), prompt=cfg.get("prompt")
+        path=str(path.absolute()),
+        kind=kind,
+        creator=_creator(cfg),
+        prompt=cfg.get("prompt"),
+        system_site_packages=system_site,
+        problem=_cannot_start(path, cfg) if kind == "venv" else None,
     )
-    return Environment(root=path, site_packages=site, info=info, python=_python(cfg, site))
+    inherited = _base_sites(cfg.get("home"), python.version, site) if system_site else ()
+    return Environment(
+        root=path, site_packages=site, info=info, python=python, inherited_sites=inherited
+    )
+
+
+def _cannot_start(root: Path, cfg: dict[str, str]) -> str | None:
+    """Why a venv's interpreter cannot start, read from the filesystem (never run)."""
+    home = cfg.get("home")
+    if home and not Path(home).is_dir():
+        return f"its base interpreter's folder {home} (pyvenv.cfg home) no longer exists"
+    for rel in ("bin/python", "Scripts/python.exe", "bin/python3"):
+        exe = root / rel
+        if exe.is_symlink() and not exe.exists():
+            return f"{rel} points to {exe.readlink()}, which no longer exists"
+        if exe.exists():
+            return None
+    return "it has no bin/python"
+
+
+def _base_sites(home: str | None, version: str, own: Path) -> tuple[Path, ...]:
+    """Where the base interpreter of ``home`` keeps its distributions, as ``site`` lays them
+    out: the user site, then the prefix's site- and dist-packages (Debian's included)."""
+    if not home:
+        return ()
+    minor = ".".join(version.split(".")[:2])
+    prefix = Path(home).parent
+    user_base = os.environ.get("PYTHONUSERBASE") or str(Path.home() / ".local")
+    candidates = [
+        Path(user_base) / "lib" / f"python{minor}" / "site-packages",
+        prefix / "local" / "lib" / f"python{minor}" / "dist-packages",
+        prefix / "lib" / f"python{minor}" / "site-packages",
+        prefix / "lib" / "python3" / "dist-packages",
+        prefix / "lib" / f"python{minor}" / "dist-packages",
+    ]
+    seen: set[Path] = set()
+    out = []
+    for path in candidates:
+        real = path.resolve()
+        if path.is_dir() and real not in seen and real != own.resolve():
+            seen.add(real)
+            out.append(path)
+    return tuple(out)
 
 
 def _read_cfg(path: Path) -> dict[str, str]:

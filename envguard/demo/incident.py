@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.wheels import build_wheel, cudart_header, cudnn_header, nccl_header, torch_version_py
+from envguard.demo.wheels import (
+    build_wheel,
+    cudart_header,
+    cudnn_header,
+    nccl_header,
+    torch_version_py,
+)
 
 GIT = "70d99e998b4955e0049d13a98d77ae1b14db1f45"
 N_SGLANG_DEPS = 46
@@ -143,15 +149,24 @@ def newer_torch(house: Path) -> str:
     return "needs-new-torch"
 
 
+def install(venv: Path, house: Path, *reqs: str) -> None:
+    """``uv pip install`` of ``reqs`` into ``venv`` from the local wheelhouse, offline."""
+    from envguard._run import run
+    from envguard.uv import find_uv
+
+    python = str(venv / "bin" / "python")
+    run(
+        [find_uv(), "pip", "install", "--quiet", "--offline", "--no-index", "--find-links",
+         str(house), "--python", python, *reqs],
+        timeout=300,
+    )  # fmt: skip
+
+
+# uv keeps an installed 2.11.0+cu128 for `torch==2.11.0`; sglang's pins in real life came with
+# a resolver that swapped it, which --reinstall-package torch replays.
+SGLANG_INSTALL = ("--reinstall-package", "torch", "torch==2.11.0", "transformers==5.8.1")
+
+
 def swap_in_sglang(venv: Path, house: Path) -> None:
-    """Install "sglang" the way the incident did: torch's cu130 build replaces cu128.
-
-    uv keeps an installed 2.11.0+cu128 for `torch==2.11.0`; sglang's pins in real life came
-    with a resolver that swapped it, which --reinstall-package torch replays.
-    """
-    from tests.conftest import uv_install
-
-    reqs = sglang_install(house)
-    uv_install(
-        venv, house, "--reinstall-package", "torch", "torch==2.11.0", "transformers==5.8.1", *reqs
-    )
+    """Install "sglang" the way the incident did: torch's cu130 build replaces cu128."""
+    install(venv, house, *SGLANG_INSTALL, *sglang_install(house))

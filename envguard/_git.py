@@ -1,0 +1,95 @@
+"""The one door to git: GitPython opens repositories, every command goes through ``run``.
+
+A failing git command (a locked index, a missing commit, a broken repository) becomes a
+:class:`~envguard.errors.RepoError` naming the command and git's own last line, never a
+GitPython traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from envguard.errors import RepoError
+
+# Pin the settings that change a patch's bytes, so that `git apply` takes what we store and
+# two machines with different git configs record the same patch.
+PATCH_CONFIG = (
+    "-c", "core.quotepath=off", "-c", "diff.noprefix=false", "-c", "diff.mnemonicprefix=false",
+    "-c", "diff.relative=false", "-c", "diff.renames=false",
+)  # fmt: skip
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def has_repo(path: Path) -> bool:
+    """A ``.git`` here or above: checked before paying GitPython's import (~50 ms)."""
+    return any((p / ".git").exists() for p in (path, *path.absolute().parents))
+
+
+def open_repo(path: Path, *, required: bool) -> Any:
+    """The repository containing ``path``, or None (or a RepoError when ``required``)."""
+    if not required and not has_repo(path):
+        return None
+    try:
+        import git
+    except ImportError as exc:  # GitPython raises ImportError when no git binary exists
+        if required:
+            raise RepoError(f"git is not usable here: {exc}") from exc
+        return None
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        if required:
+            raise RepoError(f"{path}: not inside a git repository") from exc
+        return None
+    except git.GitError as exc:
+        raise RepoError(f"{path}: unusable git repository ({_last_line(exc)})") from exc
+    if repo.bare:
+        if required:
+            raise RepoError(f"{path}: a bare repository has no working tree")
+        return None
+    return repo
+
+
+def run(repo: Any, *args: str, check: bool = True) -> bytes:
+    """``git <args>`` in ``repo``; its stdout as bytes. A failure is a RepoError (with
+    ``check``) or empty output (without)."""
+    import git
+
+    try:
+        out = repo.git.execute(
+            ["git", *args], stdout_as_string=False, strip_newline_in_stdout=False
+        )
+    except git.GitCommandError as exc:
+        if not check:
+            return b""
+        where = repo.working_tree_dir
+        raise RepoError(f"git {_verb(args)} failed in {where}: {_last_line(exc)}") from exc
+    return bytes(out)
+
+
+def text(repo: Any, *args: str, check: bool = True) -> str:
+    return run(repo, *args, check=check).decode("utf-8", "replace").strip()
+
+
+def commit_exists(repo: Any, sha: str) -> bool:
+    import git
+
+    if not sha:
+        return False
+    try:
+        repo.git.execute(["git", "cat-file", "-e", f"{sha}^{{commit}}"])
+    except git.GitCommandError:
+        return False
+    return True
+
+
+def _verb(args: tuple[str, ...]) -> str:
+    words = [a for a in args if not a.startswith("-") and "=" not in a]
+    return words[0] if words else "command"
+
+
+def _last_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "stderr", "") or exc).strip().strip("'\"").strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1].removeprefix("stderr: ").strip("'\" ") if lines else type(exc).__name__

@@ -1,0 +1,1 @@
+"""What `envguard demo` builds: wheels, the incident, a compile cache; also the tests' builders."""

@@ -1,0 +1,80 @@
+"""Compare two snapshots: a pure function from (old, new) to a :class:`DriftReport`.
+
+Every change is classed (critical / warning / info) and says in one line why it matters for
+training. One module per area holds its rules; no I/O anywhere here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from envguard import attribution, catalog
+from envguard.drift import caches, code, cuda, env, gpu, host, packages, python, torch
+from envguard.drift.report import AREAS, FAIL_ON, SEVERITIES, Change, DriftReport
+from envguard.model import Snapshot
+
+__all__ = ["AREAS", "FAIL_ON", "SEVERITIES", "Change", "DriftReport", "compare"]
+
+
+def compare(
+    old: Snapshot, new: Snapshot, journal: Sequence[attribution.JournalEntry] = ()
+) -> DriftReport:
+    """``journal``: ``envguard run`` records, which win over inferred causes."""
+    from envguard import checks
+
+    covered = {
+        *catalog.BUILDS,
+        *(b.name for b in (*old.torch_family, *new.torch_family)),
+        *old.key_libraries,
+        *new.key_libraries,
+    }
+    known = {(f.area, f.subject, f.why) for f in checks.findings(old)}
+    found = [f for f in checks.findings(new) if (f.area, f.subject, f.why) not in known]
+    changes = [
+        *python.changes(old, new),
+        *torch.changes(old, new),
+        *cuda.changes(old, new),
+        *gpu.changes(old, new),
+        *code.changes(old.code, new.code),
+        *caches.changes(old, new),
+        *packages.changes(old, new, covered),
+        *env.changes(old, new),
+        *host.changes(old, new),
+        *found,
+    ]
+    changes.sort(key=lambda c: (SEVERITIES.index(c.severity), AREAS.index(c.area)))
+    causes = attribution.causes(old, new, journal)
+    changes = [_attributed(c, causes, new) for c in changes]
+    reported = {f.why for f in found}
+    return DriftReport(
+        old=f"{old.name} ({old.taken_at})",
+        new=f"{new.name} ({new.taken_at})",
+        changes=tuple(changes),
+        notes=tuple(w for w in new.warnings if w not in old.warnings and w not in reported),
+    )
+
+
+_ATTRIBUTED = ("torch", "libraries", "packages", "cuda")
+_CUDA_PARTS = {"CUDA runtime": "runtime", "cuDNN": "cudnn", "NCCL": "nccl"}
+
+
+def _attributed(change: Change, causes: dict[str, str], new: Snapshot) -> Change:
+    if change.area not in _ATTRIBUTED:
+        return change
+    if change.members:
+        members = tuple(
+            f"{m} ({causes[name]})" if (name := m.split(" ")[1]) in causes else m
+            for m in change.members
+        )
+        return dataclasses.replace(change, members=members)
+    cause = causes.get(change.subject)
+    part = _CUDA_PARTS.get(change.subject)
+    if part and change.area == "cuda":
+        # a CUDA library's cause is its wheel's: "nvidia-cudnn-cu13 9.19.0.56: installed with …"
+        lib = getattr(new.cuda, part)
+        wheel = lib.wheel if lib else None
+        if wheel and wheel in causes:
+            version = next((d.version for d in new.packages if d.name == wheel), "")
+            cause = f"{wheel} {version}: {causes[wheel]}"
+    return dataclasses.replace(change, cause=cause) if cause else change

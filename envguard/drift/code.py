@@ -1,0 +1,175 @@
+"""The training code: which files differ from what the snapshot ran, committed or not.
+
+A file's content then is its dirty blob in the lock, else its blob at the lock's commit; now
+it is its dirty blob, else its blob at HEAD. Only files whose content differs are drift, so
+committing the lockfile, or committing a dirty change exactly as it was, is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envguard import catalog
+from envguard.drift.report import Change
+from envguard.model import ChangedFile, CodeState, HeadMove, MovedFile
+
+
+def changes(a: CodeState | None, b: CodeState | None) -> Iterator[Change]:
+    if a is None or b is None:
+        if a is not b:
+            yield Change(
+                severity="info",
+                area="code",
+                subject="repository",
+                old=a.root if a else "not captured",
+                new=b.root if b else "not captured",
+                why="code state can only be compared when both sides captured it",
+            )
+        return
+    if a.head == b.head:
+        if a.branch != b.branch:
+            yield Change(
+                severity="info",
+                area="code",
+                subject="git branch",
+                old=a.branch or "detached",
+                new=b.branch or "detached",
+                why="same commit, another branch name",
+            )
+        yield from _files(a, b, None)
+    elif b.since is not None and b.since.found:
+        yield from _moved_head(a, b, b.since)
+    else:
+        yield _unknown_head(a, b)
+        yield from _files(a, b, None)
+    yield from _untracked(a, b)
+
+
+def _unknown_head(a: CodeState, b: CodeState) -> Change:
+    if b.since is not None:  # looked for, and not there
+        why = (
+            f"the snapshot's commit {a.head[:12]} is not in this repository (rebased away, "
+            "or not fetched): the code cannot be compared with it"
+        )
+    else:
+        why = "the committed code is not the snapshot's"
+    return Change(
+        severity="critical",
+        area="code",
+        subject="git HEAD",
+        old=a.head[:12] or "no commits",
+        new=b.head[:12] + (f" on {b.branch}" if b.branch else " (detached)"),
+        why=why,
+    )
+
+
+def _moved_head(a: CodeState, b: CodeState, since: HeadMove) -> Iterator[Change]:
+    differing = list(_files(a, b, since))
+    own = [m.path for m in since.files if m.own]
+    code = [m.path for m in since.files if not m.own]
+    if not code and not since.omitted:
+        what = "only envguard's own files" if own else "no file"
+        why = f"moved by commits that changed {what}" + (f" ({_list(own)})" if own else "")
+    else:
+        n = len(code) + since.omitted
+        why = f"{n} file{'s' if n != 1 else ''} changed by commits since: {_list(code)}"
+        if not differing:
+            why += "; the working tree has the snapshot's code all the same"
+    yield Change(
+        severity="info",
+        area="code",
+        subject="git HEAD",
+        old=a.head[:12],
+        new=b.head[:12] + (f" on {b.branch}" if b.branch else " (detached)"),
+        why=why,
+    )
+    yield from differing
+
+
+def _list(paths: list[str], most: int = 4) -> str:
+    shown = ", ".join(paths[:most])
+    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+
+def _files(a: CodeState, b: CodeState, since: HeadMove | None) -> Iterator[Change]:
+    then = {f.path: f for f in a.changed}
+    now = {f.path: f for f in b.changed}
+    moved = {m.path: m for m in since.files} if since else {}
+    sections = b.file_patches()
+    for path in sorted(set(then) | set(now) | set(moved)):
+        if catalog.is_own_file(path) or (path in moved and moved[path].own):
+            continue
+        x, y, m = then.get(path), now.get(path), moved.get(path)
+        if not _differs(x, y, m):
+            continue
+        yield Change(
+            severity="critical",
+            area="code",
+            subject=path,
+            old=_stat(x) if x else "clean",
+            new=_stat(y) if y else ("committed" if m else "clean"),
+            why=_why(path, x, y, m),
+            patch=sections.get(path, "") if y else (m.patch if m else ""),
+        )
+
+
+def _differs(x: ChangedFile | None, y: ChangedFile | None, m: MovedFile | None) -> bool:
+    if not all(f.blob or f.base_blob for f in (x, y) if f is not None):
+        # no blob ids (a mode change, a hand-made lock): the patch sections decide
+        return x is None or y is None or x.sha256 != y.sha256
+    then, now = _blob(x, m, then=True), _blob(y, m, then=False)
+    base = (x.base_blob if x else y.base_blob if y else "") if m is None else ""
+    then = base if then == _UNCHANGED else then
+    now = base if now == _UNCHANGED else now
+    return then != now
+
+
+def _blob(f: ChangedFile | None, m: MovedFile | None, *, then: bool) -> str:
+    """The file's content as a git blob id ("" for no file): its dirty blob, else its blob at
+    the commit (the lock's for ``then``, HEAD's for now)."""
+    if f is not None:
+        return f.blob
+    if m is not None:
+        return m.old_blob if then else m.new_blob
+    return _UNCHANGED
+
+
+# Neither dirty nor changed by commits on this side: its blob at HEAD, which the other side's
+# dirty change names as its base.
+_UNCHANGED = "\0unchanged"
+
+
+def _why(path: str, x: ChangedFile | None, y: ChangedFile | None, m: MovedFile | None) -> str:
+    if y is not None and x is not None:
+        return f"{path}: uncommitted change differs ({_stat(x)} then, {_stat(y)} now)"
+    if y is not None:
+        return f"{path} has an uncommitted change not in the snapshot ({_stat(y)})"
+    if m is not None and x is not None:
+        return f"{path} was committed since the snapshot, but not as the snapshot had it"
+    if m is not None:
+        return f"{path} was changed by commits since the snapshot"
+    return f"{path}: the snapshot's uncommitted change ({_stat(x)}) is gone"
+
+
+def _stat(f: ChangedFile | None) -> str:
+    if f is None:
+        return ""
+    return "binary" if f.added < 0 else f"+{f.added} −{f.removed}"
+
+
+def _untracked(a: CodeState, b: CodeState) -> Iterator[Change]:
+    x = {f.path: f for f in a.untracked if not catalog.is_own_file(f.path)}
+    y = {f.path: f for f in b.untracked if not catalog.is_own_file(f.path)}
+    for path in sorted(set(x) | set(y)):
+        fx, fy = x.get(path), y.get(path)
+        if fx and fy and (fx.size, fx.content) == (fy.size, fy.content):
+            continue
+        state = "new" if fx is None else "gone" if fy is None else "changed"
+        yield Change(
+            severity="info",
+            area="code",
+            subject=path,
+            old=f"{fx.size} B" if fx else "absent",
+            new=f"{fy.size} B" if fy else "absent",
+            why=f"untracked file {state}; git does not version it",
+        )

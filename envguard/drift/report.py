@@ -1,0 +1,56 @@
+"""What a comparison finds: changes, each classed and explained, and the report holding them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from envguard.model import Record
+
+SEVERITIES = ("critical", "warning", "info")
+FAIL_ON = ("critical", "warning", "any")
+AREAS = ("python", "torch", "cuda", "gpu", "code", "caches", "libraries", "packages", "env", "host")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change(Record):
+    severity: str
+    area: str
+    subject: str
+    old: str = ""
+    new: str = ""
+    why: str
+    members: tuple[str, ...] = ()  # drill-down: the packages of a group
+    patch: str = ""  # the code file's change, for --show-patch
+    cause: str = ""  # who or what changed it: a journal record, or the install group
+
+    def counts_at(self, fail_on: str) -> bool:
+        """Whether this change is drift at the ``fail_on`` threshold."""
+        if fail_on == "any":
+            return True
+        return SEVERITIES.index(self.severity) <= SEVERITIES.index(fail_on)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriftReport(Record):
+    old: str  # "name (taken_at)" labels of the two sides
+    new: str
+    changes: tuple[Change, ...] = ()
+    notes: tuple[str, ...] = ()  # the new side's snapshot warnings that the old side lacked
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(c.severity == s for c in self.changes) for s in SEVERITIES}
+
+    def fails(self, fail_on: str) -> bool:
+        """Whether this report is drift at the ``fail_on`` threshold (exit 1)."""
+        return any(c.counts_at(fail_on) for c in self.changes)
+
+    def only(self, only: tuple[str, ...] = (), ignore: tuple[str, ...] = ()) -> DriftReport:
+        """The report restricted to the ``only`` areas (all when empty), minus ``ignore``."""
+        kept = tuple(
+            c for c in self.changes if (not only or c.area in only) and c.area not in ignore
+        )
+        return replace(self, changes=kept)
+
+
+def cache_label(kind: str, path: str) -> str:
+    return {"inductor": "Inductor cache", "triton": "Triton cache"}.get(kind, f"cache {path}")

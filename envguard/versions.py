@@ -1,0 +1,35 @@
+"""Versions compared as PEP 440 says, not as strings: a lock's ``2.4`` is an installed
+``2.4.0``, while ``2.11.0+cu128`` and ``2.11.0+cu130`` stay two builds."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+
+def same(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    pa, pb = _parse(a), _parse(b)
+    return pa is not None and pa == pb
+
+
+def newer(old: str, new: str) -> bool | None:
+    """True for an upgrade, False for a downgrade, None when either does not parse."""
+    po, pn = _parse(old), _parse(new)
+    if po is None or pn is None:
+        return None
+    return pn > po
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Version | None:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
