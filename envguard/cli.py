@@ -197,43 +197,12 @@ def diff(
 def _lock_and_live(
     lock: Path | None, venv: Path | None, repo: Path | None, show: bool
 ) -> tuple[Snapshot, Snapshot, Path]:
-    from envguard import lockfile, render, snapshot
-    from envguard.probes.venv import default_venv_path, locate
+    from envguard import render, snapshot, targets
 
-    if lock is None:
-        venv_path = default_venv_path(venv)
-        env = locate(venv_path)
-        path = lockfile.find_for_venv(env.name, env.info.path)
-        old = lockfile.read(path)
-    else:
-        path, old = lock, lockfile.read(lock)
-        venv_path = venv if venv is not None else _live_venv(old)
-    customs = [Path(c.path) for c in old.caches if c.kind == "custom"]
-    if repo is None and old.code and Path(old.code.root).is_dir() and not _in_repo(Path.cwd()):
-        repo = Path(old.code.root)
+    path, old, venv_path = targets.lock_for(lock, venv)
     with render.progress(enabled=show and sys.stderr.isatty()) as step:
-        new = snapshot.take(
-            venv_path,
-            repo=repo,
-            repo_required=False,
-            cache_dirs=customs,
-            name=old.name,
-            progress=step,
-        )
+        new = snapshot.live_for(old, venv_path, repo=repo, progress=step)
     return old, new, path
-
-
-def _live_venv(old: Snapshot) -> Path:
-    """--venv's default for ``diff LOCK``: the active venv or ./.venv, else the lock's own."""
-    from envguard.errors import VenvError
-    from envguard.probes.venv import default_venv_path
-
-    try:
-        return default_venv_path(None)
-    except VenvError:
-        if Path(old.venv.path).is_dir():
-            return Path(old.venv.path)
-        raise
 
 
 def _journal_for(lock: Path) -> list[journal.Entry]:
@@ -247,10 +216,6 @@ def _journal_for(lock: Path) -> list[journal.Entry]:
     except LockfileError as exc:
         render.warning_line(f"{exc}; causes are inferred instead")
         return []
-
-
-def _in_repo(path: Path) -> bool:
-    return any((p / ".git").exists() for p in (path, *path.parents))
 
 
 @cli.command()
@@ -394,13 +359,18 @@ def export(
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND in the venv and journal the drift it caused: envguard run -- uv pip install X."""
-    from envguard import protect, render, watch
+    from envguard import journal, protect, render, watch
     from envguard.probes.venv import default_venv_path
 
     with _errors():
         target = default_venv_path(venv)
+        lock_path, locked = watch.lock_of(target)
         watched = watch.run(
-            target, command, watch.journal_path(target), extra_env=protect.constraint_env(target)
+            target,
+            command,
+            journal.path_for(lock_path),
+            extra_env=protect.constraint_env(target),
+            lock=locked,
         )
         if as_json:
             click.echo(render.envelope("run", watched.entry.to_dict(), watched.exit_code))
@@ -435,8 +405,8 @@ def preflight(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> Non
     from envguard.probes.venv import default_venv_path
 
     with _errors():
-        target = default_venv_path(venv)
         cmd = pre.parse(command)
+        target = default_venv_path(pre.venv_of(cmd, venv))
         before = snapshot.take(target, default_caches=False, with_code=False)
         forecast = pre.forecast(before, pre.dry_run(cmd, target))
         code = 1 if forecast.critical() else 0
@@ -480,14 +450,23 @@ def unprotect_cmd(venv: Path | None) -> None:
 @click.argument("lock", type=_PATH)
 @click.argument("snapshots", nargs=-1, required=True, type=_PATH)
 @click.option("--all", "show_all", is_flag=True, help="A row for every node, agreeing ones too.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["critical", "warning", "any"]),
+    default="warning",
+    show_default=True,
+    help="The least severe change that makes a node drift (exit 1).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as a JSON envelope.")
-def fleet(lock: Path, snapshots: tuple[Path, ...], show_all: bool, as_json: bool) -> None:
+def fleet(
+    lock: Path, snapshots: tuple[Path, ...], show_all: bool, fail_on: str, as_json: bool
+) -> None:
     """Compare node SNAPSHOTS (files or folders) with LOCK and with each other."""
     from envguard import fleet as fleet_mod
     from envguard import lockfile, render
 
     with _errors():
-        report = fleet_mod.compare(lockfile.read(lock), fleet_mod.expand(snapshots))
+        report = fleet_mod.compare(lockfile.read(lock), fleet_mod.expand(snapshots), fail_on)
         code = 1 if report.drifted() else 2 if report.problems else 0
         _emit(
             as_json,

@@ -1,7 +1,7 @@
 """Many nodes, one truth: compare node snapshots with the lock and with each other.
 
-A fleet is read fast by parsing only each lockfile's head: ``[[packages]]`` is written last and
-is most of the file, and no fleet fact lives there (tomllib still parses what is read).
+Each node's verdict is ``drift.compare(lock, node)`` at the ``fail_on`` threshold, exactly as
+``diff`` would give it; the matrix shows the facts that make nodes train differently.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envguard import lockfile
+from envguard import drift, lockfile
 from envguard.errors import LockfileError
 from envguard.model import Record, Snapshot
 
@@ -20,7 +20,6 @@ COLUMNS = ("torch", "cuda", "cudnn", "nccl", "driver", "gpus", "head", "patch", 
 # The cache fingerprint differs on every node that compiled on its own; it is shown, and a
 # cold cache is drift, but it does not split the groups.
 _GROUPED = tuple(c for c in COLUMNS if c != "cache")
-_PACKAGES = b"\n[[packages]]\n"
 _PARALLEL_FROM = 200
 
 
@@ -30,6 +29,8 @@ class Node(Record):
     host: str
     facts: dict[str, str]
     differs: tuple[str, ...] = ()  # "torch: 2.11.0+cu128 (lock) → 2.11.0+cu130"
+    fails: bool = False  # drift at the fail_on threshold, as diff would say
+    changes: tuple[str, ...] = ()  # "critical torch: 2.11.0+cu128 → 2.11.0+cu130", at most 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +49,7 @@ class FleetReport(Record):
     problems: tuple[str, ...] = ()  # files that could not be used, by name
 
     def drifted(self) -> bool:
-        return any(n.differs for n in self.nodes)
+        return any(n.fails for n in self.nodes)
 
 
 def facts(snap: Snapshot) -> dict[str, str]:
@@ -72,16 +73,6 @@ def facts(snap: Snapshot) -> dict[str, str]:
     }
 
 
-def read_head(path: Path) -> Snapshot:
-    """A lockfile without its package list: the fleet's facts, at a tenth of the parse."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LockfileError(f"{path}: cannot read ({exc.strerror})") from exc
-    cut = data.find(_PACKAGES)
-    return lockfile.loads(data if cut < 0 else data[: cut + 1], source=str(path))
-
-
 def expand(paths: Iterable[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
@@ -89,44 +80,67 @@ def expand(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def _load(path: Path) -> tuple[str, dict[str, str]] | str:
-    """(hostname, facts) of one node, or why the file cannot be used."""
+Loaded = tuple[str, dict[str, str], bool, tuple[str, ...]]
+_LOCK: list[tuple[Snapshot, str]] = []  # (lock, fail_on) in each worker process
+
+
+def _init(lock: Snapshot, fail_on: str) -> None:
+    _LOCK[:] = [(lock, fail_on)]
+
+
+def _load(path: Path) -> Loaded | str:
+    """(hostname, facts, fails, changes) of one node, or why the file cannot be used."""
     try:
-        snap = read_head(path)
+        snap = lockfile.read(path)
     except LockfileError as exc:
         return str(exc)
-    return snap.host.hostname, facts(snap)
+    lock, fail_on = _LOCK[0]
+    counted = [c for c in drift.compare(lock, snap).changes if c.counts_at(fail_on)]
+    shown = tuple(f"{c.severity} {c.subject}: {c.old} → {c.new}" for c in counted[:8])
+    return snap.host.hostname, facts(snap), bool(counted), shown
 
 
-def _load_all(paths: Sequence[Path]) -> list[tuple[str, dict[str, str]] | str]:
+def _load_all(paths: Sequence[Path], lock: Snapshot, fail_on: str) -> list[Loaded | str]:
     """In worker processes past a few hundred files: parsing TOML is CPU-bound."""
     workers = min(os.cpu_count() or 1, 32)
     if len(paths) < _PARALLEL_FROM or workers < 2:
+        _init(lock, fail_on)
         return [_load(p) for p in paths]
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, initializer=_init, initargs=(lock, fail_on)
+    ) as pool:
         return list(pool.map(_load, paths, chunksize=max(1, len(paths) // (workers * 4))))
 
 
-def compare(lock: Snapshot, paths: Sequence[Path]) -> FleetReport:
+def compare(lock: Snapshot, paths: Sequence[Path], fail_on: str = "warning") -> FleetReport:
     want = facts(lock)
     nodes: list[Node] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
-    for path, loaded in zip(paths, _load_all(paths), strict=True):
+    for path, loaded in zip(paths, _load_all(paths, lock, fail_on), strict=True):
         if isinstance(loaded, str):
             problems.append(loaded)
             continue
-        host, have = loaded
+        host, have, fails, changes = loaded
         if host in seen:
             problems.append(f"{path}: host {host} also in {seen[host]}; both are shown")
         seen.setdefault(host, str(path))
         differs = tuple(
             f"{k}: {want[k]} (lock) → {have[k]}" for k in COLUMNS if _drifts(k, want[k], have[k])
         )
-        nodes.append(Node(file=str(path), host=host, facts=have, differs=differs))
-    nodes.sort(key=lambda n: (not n.differs, n.host, n.file))
+        nodes.append(
+            Node(
+                file=str(path),
+                host=host,
+                facts=have,
+                differs=differs,
+                fails=fails,
+                changes=changes,
+            )
+        )
+    nodes.sort(key=lambda n: (not n.fails, not n.differs, n.host, n.file))
     return FleetReport(
         lock=want, nodes=tuple(nodes), groups=_groups(want, nodes), problems=tuple(problems)
     )

@@ -355,7 +355,7 @@ def fleet_report(report: FleetReport, *, show_all: bool) -> None:
     from envguard.fleet import COLUMNS
 
     out = console()
-    bad = [n for n in report.nodes if n.differs]
+    bad = [n for n in report.nodes if n.fails]
     n, n_groups = len(report.nodes), len(report.groups)
     nodes = f"{n} node{'s' if n != 1 else ''}"
     head = (
@@ -377,7 +377,7 @@ def fleet_report(report: FleetReport, *, show_all: bool) -> None:
     table.add_row("[bold]lock[/]", *(escape(report.lock[c]) for c in COLUMNS))
     agreeing = 0
     for node in report.nodes:
-        if not node.differs and not show_all:
+        if not node.fails and not node.differs and not show_all:
             agreeing += 1
             continue
         wrong = {d.split(":")[0] for d in node.differs}

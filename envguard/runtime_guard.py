@@ -4,8 +4,10 @@
     envguard.guard("lockfiles/train.envguard.toml", fail_on="critical", ranks=True)
 
 With ``ranks=True`` under an initialised ``torch.distributed`` process group, every rank
-gathers every other rank's facts over that group (``all_gather_object``), so all of them stop
-together, and rank 0 prints which ranks and hosts differ from the lock and from each other.
+gathers every other rank's facts (``all_gather_object``) over a gloo group of its own, so
+that the check works whatever the training backend and whatever drifted (an NCCL variable
+that breaks NCCL's own collectives, a rank that has not called ``set_device`` yet): all ranks
+stop together, and rank 0 prints which ranks and hosts differ from the lock and each other.
 torch is imported here only, and only for ``ranks=True``.
 """
 
@@ -15,10 +17,11 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envguard import drift, fleet, lockfile, snapshot
+from envguard import catalog, drift, fleet, lockfile, snapshot
 from envguard.errors import EnvguardError
 from envguard.model import Snapshot
 
@@ -34,17 +37,25 @@ def guard(
     ranks: bool = False,
     venv: str | os.PathLike[str] | None = None,
     repo: str | os.PathLike[str] | None = None,
+    only: Sequence[str] = (),
+    ignore: Sequence[str] = (),
 ) -> drift.DriftReport:
-    """Raise :class:`DriftError` if this process's environment drifted; return the report."""
+    """Raise :class:`DriftError` if this process's environment drifted; return the report.
+
+    ``only``/``ignore``: areas to judge (python, torch, cuda, gpu, code, caches, libraries,
+    packages, env, host), as ``diff --only/--ignore`` takes them.
+    """
     if fail_on not in drift.FAIL_ON:
         raise EnvguardError(f"fail_on must be one of {', '.join(drift.FAIL_ON)}, not {fail_on!r}")
+    unknown = sorted(set(only) | set(ignore) - set(drift.AREAS))
+    if unknown:
+        raise EnvguardError(f"unknown area {unknown[0]!r}: one of {', '.join(drift.AREAS)}")
     locked = lock if isinstance(lock, Snapshot) else lockfile.read(Path(lock))
-    live = snapshot.take(
-        Path(venv) if venv else Path(sys.prefix),
-        repo=Path(repo) if repo else None,
-        name=locked.name,
+    # this process's own environment, unless told otherwise
+    live = snapshot.live_for(
+        locked, Path(venv) if venv else Path(sys.prefix), repo=Path(repo) if repo else None
     )
-    report = drift.compare(locked, live)
+    report = drift.compare(locked, live).only(tuple(only), tuple(ignore))
     mine = _summary(report, live, fail_on)
     everyone = _gather(mine) if ranks else [mine]
     failing = [r for r in everyone if r["fails"]]
@@ -57,12 +68,13 @@ def guard(
 
 
 def _summary(report: drift.DriftReport, live: Snapshot, fail_on: str) -> dict[str, Any]:
-    counted = [c for c in report.changes if _counts(c, fail_on)]
+    counted = [c for c in report.changes if c.counts_at(fail_on)]
     facts = fleet.facts(live)
-    # environment variables are part of what ranks must agree on
-    facts["env"] = hashlib.sha256(json.dumps(live.environ, sort_keys=True).encode()).hexdigest()[
-        :12
-    ]
+    # environment variables are part of what ranks must agree on, not what the launcher
+    # sets differently on each (Slurm's per-rank CUDA_VISIBLE_DEVICES)
+    launchers = (live.launcher,) if live.launcher else ()
+    env = {k: v for k, v in live.environ.items() if not catalog.set_for_you(k, None, v, launchers)}
+    facts["env"] = hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:12]
     return {
         "rank": int(os.environ.get("RANK", "0")),
         "host": live.host.hostname,
@@ -70,12 +82,6 @@ def _summary(report: drift.DriftReport, live: Snapshot, fail_on: str) -> dict[st
         "changes": [f"{c.severity} {c.subject}: {c.old} → {c.new}" for c in counted[:6]],
         "facts": facts,
     }
-
-
-def _counts(change: drift.Change, fail_on: str) -> bool:
-    if fail_on == "any":
-        return True
-    return drift.SEVERITIES.index(change.severity) <= drift.SEVERITIES.index(fail_on)
 
 
 def _gather(mine: dict[str, Any]) -> list[dict[str, Any]]:
@@ -88,7 +94,13 @@ def _gather(mine: dict[str, Any]) -> list[dict[str, Any]]:
         )
     mine["rank"] = dist.get_rank()
     gathered: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(gathered, mine)
+    # A gloo group of our own: NCCL's collectives need set_device first, and a drifted NCCL
+    # variable can break them, which is exactly what this check must be able to report.
+    group = dist.new_group(backend="gloo")
+    try:
+        dist.all_gather_object(gathered, mine, group=group)
+    finally:
+        dist.destroy_process_group(group)
     return sorted(gathered, key=lambda r: r["rank"])
 
 

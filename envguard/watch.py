@@ -12,6 +12,7 @@ from envguard import _run, drift, journal, lockfile, snapshot
 from envguard.errors import EnvguardError
 from envguard.model import Snapshot
 from envguard.probes.venv import locate
+from envguard.versions import same
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,24 +23,35 @@ class Watched:
     journal_path: Path
 
 
-def journal_path(venv: Path, folder: Path = lockfile.DEFAULT_DIR) -> Path:
+def lock_of(venv: Path, folder: Path = lockfile.DEFAULT_DIR) -> tuple[Path, Snapshot | None]:
+    """The venv's lockfile (where its journal sits beside it) and its snapshot, if any."""
     env = locate(venv)
     try:
-        lock = lockfile.find_for_venv(env.name, env.info.path, folder)
+        path = lockfile.find_for_venv(env.name, env.info.path, folder)
     except EnvguardError:
-        lock = lockfile.default_path(env.name, folder)
-    return journal.path_for(lock)
+        return lockfile.default_path(env.name, folder), None
+    return path, lockfile.read(path)
+
+
+def journal_path(venv: Path, folder: Path = lockfile.DEFAULT_DIR) -> Path:
+    return journal.path_for(lock_of(venv, folder)[0])
 
 
 def run(
-    venv: Path, argv: Sequence[str], path: Path, extra_env: dict[str, str] | None = None
+    venv: Path,
+    argv: Sequence[str],
+    path: Path,
+    extra_env: dict[str, str] | None = None,
+    lock: Snapshot | None = None,
 ) -> Watched:
+    """``lock``: the venv's lock, so that the snapshots around the command are the ones diff
+    takes (an install changes neither code nor caches: those are skipped)."""
     if not argv:
         raise EnvguardError("nothing to run: envguard run [--venv PATH] -- COMMAND...")
-    before = _take(venv)
+    before = _take(venv, lock)
     started = journal.now()
     code = _run.stream(argv, env={**in_venv(venv), **(extra_env or {})})
-    after = _take(venv)
+    after = _take(venv, lock)
     report = drift.compare(before, after)
     entry = journal.Entry(
         schema=journal.SCHEMA,
@@ -72,9 +84,13 @@ def package_delta(before: Snapshot, after: Snapshot) -> dict[str, tuple[str, ...
     return {
         "added": tuple(f"{n} {b[n]}" for n in sorted(set(b) - set(a))),
         "removed": tuple(f"{n} {a[n]}" for n in sorted(set(a) - set(b))),
-        "changed": tuple(f"{n} {a[n]} → {b[n]}" for n in sorted(set(a) & set(b)) if a[n] != b[n]),
+        "changed": tuple(
+            f"{n} {a[n]} → {b[n]}" for n in sorted(set(a) & set(b)) if not same(a[n], b[n])
+        ),
     }
 
 
-def _take(venv: Path) -> Snapshot:
+def _take(venv: Path, lock: Snapshot | None) -> Snapshot:
+    if lock is not None:
+        return snapshot.live_for(lock, venv, with_code=False, with_caches=False)
     return snapshot.take(venv, default_caches=False, with_code=False)

@@ -68,10 +68,20 @@ def test_all_match(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stdout.startswith("All 3 nodes match the lock")
 
 
-def test_head_only_read_matches_the_full_read(tmp_path: Path) -> None:
-    path = tmp_path / "x.envguard.toml"
-    lockfile.write(path, base())
-    assert fleet.read_head(path) == dataclasses.replace(base(), packages=())
+def test_a_node_verdict_is_the_diff_verdict(tmp_path: Path) -> None:
+    """A package the matrix has no column for still makes the node drift, as diff says."""
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, base())
+    packages = tuple(d if d.name != "numpy" else dataclasses.replace(d, version="2.4.0")
+                     for d in base().packages)  # fmt: skip
+    node = tmp_path / "n" / "h1.envguard.toml"
+    lockfile.write(node, _node("h1", packages=packages))
+    report = fleet.compare(lockfile.read(lock), [node])
+    assert report.drifted() and report.nodes[0].differs == ()
+    assert report.nodes[0].changes == ("warning numpy: 2.3.0 → 2.4.0",)
+    assert not fleet.compare(lockfile.read(lock), [node], fail_on="critical").drifted()
+    diffed = envguard("diff", str(lock), str(node), "--json")
+    assert diffed.returncode == 1
 
 
 def test_output_placeholders_give_one_file_per_node(tmp_path: Path, monkeypatch) -> None:
