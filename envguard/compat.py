@@ -10,18 +10,24 @@ left out, never guessed.
 
 from __future__ import annotations
 
-from envguard import catalog
+from envguard import catalog, requirements
 from envguard.model import CacheCompat, Snapshot
 
 
 def triton_version(snap: Snapshot) -> str | None:
-    """The Triton the environment runs, whichever distribution ships it."""
-    builds = {b.name: b.version for b in snap.torch_family}
-    for name in catalog.TRITON:
-        if name in builds:
-            return builds[name]
+    """The Triton the environment runs, whichever distribution ships it: the one torch
+    requires (nightlies require pytorch-triton), else the first one installed."""
     versions = {d.name: d.version for d in snap.packages}
-    return next((versions[n] for n in catalog.TRITON if n in versions), None)
+    torch = snap.package(catalog.TORCH)
+    wanted = [
+        r.name
+        for r in map(requirements.parse, torch.requires if torch else ())
+        if r is not None and catalog.is_triton(r.name)
+    ]
+    for name in (*wanted, *catalog.TRITON):
+        if name in versions:
+            return versions[name]
+    return None
 
 
 def gpu_archs(snap: Snapshot) -> tuple[str, ...]:
@@ -42,11 +48,13 @@ def mismatches(cache: CacheCompat, snap: Snapshot) -> list[str]:
     (or if nothing known says otherwise)."""
     torch = snap.torch
     out = []
+    triton = triton_version(snap)
     checks = (
         ("torch", cache.torch, torch.version if torch else None),
         ("torch commit", cache.torch_git, torch.git_version if torch else None),
         ("CUDA", cache.cuda, (torch.cuda or "None") if torch else None),
-        ("Triton", cache.triton, triton_version(snap)),
+        # pytorch-triton 3.7.0+git1a2b3c4 says triton_version 3.7.0 in its kernels
+        ("Triton", tuple(v.split("+")[0] for v in cache.triton), triton and triton.split("+")[0]),
     )
     for label, built_for, here in checks:
         if built_for and here and here not in built_for:

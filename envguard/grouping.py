@@ -37,7 +37,10 @@ def install_groups(
     last: float | None = None
     for dist in members:
         t = _seconds(dist.installed_at)
-        if clusters and last is not None and t is not None and t - last <= window:
+        close = last is not None and t is not None and t - last <= window
+        # a forecast's packages carry one "planned" stamp and no time: one install all the same
+        same = bool(clusters) and t is None and dist.installed_at == clusters[-1][-1].installed_at
+        if clusters and (close or (same and dist.installed_at)):
             clusters[-1].append(dist)
         else:
             clusters.append([dist])
@@ -57,7 +60,9 @@ def _group(members: Sequence[Distribution]) -> InstallGroup:
     return InstallGroup(
         members=ordered,
         root=_root(ordered),
-        installed_at=members[0].installed_at.replace("T", " ").rstrip("Z"),
+        installed_at=members[0].installed_at.replace("T", " ").rstrip("Z")
+        if _seconds(members[0].installed_at) is not None
+        else "",
     )
 
 

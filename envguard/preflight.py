@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from envguard.model import CudaLibrary, CudaStack, Distribution, PackageBuild, S
 from envguard.probes.torch import index_for, variant_of
 from envguard.versions import same
 
+PLANNED = "planned"
 _UV_LINE = re.compile(r"^\s*([+-])\s+([A-Za-z0-9][\w.\-]*)==(\S+)")
 _PIP = re.compile(r"^pip(3(\.\d+)?)?$")
 _CUDA_PIN = re.compile(
@@ -237,14 +237,13 @@ def predict(before: Snapshot, planned: Sequence[Planned]) -> Snapshot:
     versions = {p.name: p.version for p in planned}
     by_name = {d.name: d for d in before.packages}
     # one install writes every dist-info within seconds: the plan is one install group
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for p in planned:
         by_name[p.name] = Distribution(
             name=p.name,
             version=p.version,
             requires=p.requires,
             requested=p.requested,
-            installed_at=now,
+            installed_at=PLANNED,
         )
     stack = _cuda_after(before.cuda, versions)
     torch = _torch_after(before.torch, planned, stack)

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,39 @@ def repo(tmp_path: Path) -> Path:
 
 
 os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
+
+
+@pytest.fixture(scope="session")
+def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One wheelhouse for the whole session: the known-good set, a tool needing a newer
+    torch, and the odd shapes the scenarios need."""
+    from envguard.demo import incident
+    from envguard.demo.wheels import build_wheel
+
+    root = tmp_path_factory.mktemp("house")
+    incident.known_good(root)
+    incident.newer_torch(root)
+    build_wheel(root, "plainpkg", "2.4")
+    build_wheel(root, "plainpkg", "2.4.0")
+    build_wheel(root, "plainpkg", "2.5")
+    return root
+
+
+@pytest.fixture(scope="session")
+def sglang_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the sglang install brings, on its own: PyPI's torch 2.11.0 (the cu130 build)."""
+    from envguard.demo import incident
+
+    root = tmp_path_factory.mktemp("sglang-house")
+    incident.sglang_install(root)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, house: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """The known-good training project, the working directory at its root, lock committed."""
+    from tests.project import new_project
+
+    proj = new_project(tmp_path, house)
+    monkeypatch.chdir(proj.root)
+    yield proj

@@ -121,7 +121,15 @@ def _differs(x: ChangedFile | None, y: ChangedFile | None, m: MovedFile | None) 
     base = (x.base_blob if x else y.base_blob if y else "") if m is None else ""
     then = base if then == _UNCHANGED else then
     now = base if now == _UNCHANGED else now
-    return then != now
+    return not _same_blob(then, now)
+
+
+def _same_blob(a: str, b: str) -> bool:
+    """Blob ids may be abbreviated (locks of older envguards kept git's 7-character index
+    lines): one id naming the other's prefix is the same blob."""
+    if not a or not b:
+        return a == b
+    return a.startswith(b) or b.startswith(a)
 
 
 def _blob(f: ChangedFile | None, m: MovedFile | None, *, then: bool) -> str:

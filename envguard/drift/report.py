@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from envguard.model import Record
 
@@ -36,6 +37,12 @@ class DriftReport(Record):
     new: str
     changes: tuple[Change, ...] = ()
     notes: tuple[str, ...] = ()  # the new side's snapshot warnings that the old side lacked
+
+    def to_dict(self) -> dict[str, Any]:
+        # JSON readers index these keys: present, as [] when empty (TOML-style omission is
+        # for lockfiles)
+        return {**super().to_dict(), "changes": [c.to_dict() for c in self.changes],
+                "notes": list(self.notes)}  # fmt: skip
 
     def counts(self) -> dict[str, int]:
         return {s: sum(c.severity == s for c in self.changes) for s in SEVERITIES}

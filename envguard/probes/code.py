@@ -34,6 +34,7 @@ MAX_MOVED = 500
 MAX_MOVED_PATCHES = 50
 MAX_MOVED_PATCH = 64 * 1024
 _DIFF = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
+_PATCH = ("--binary", "--full-index")
 _SECRET_FILES = (".env", ".netrc", ".pypirc", ".npmrc", "id_rsa", "id_ed25519")
 PROJECT_CONFIG = "pyproject.toml"
 
@@ -51,7 +52,8 @@ def probe(
     if repo is None:
         return None, ()
     head = _head(repo)
-    raw = _git.run(repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, "--binary", *_DIFF)
+    # --full-index: each file's blob ids, which say whether its content changed
+    raw = _git.run(repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, *_PATCH, *_DIFF)
     patch, encoding, redacted = _encode_patch(raw)
     root = Path(repo.working_tree_dir)
     untracked, omitted = _untracked(repo, root, _relative_dirs(root, exclude))
@@ -207,6 +209,8 @@ def _is_own(repo: Any, path: str, old_blob: str, new_blob: str) -> bool:
         tool = doc.get("tool")
         if isinstance(tool, dict):
             tool.pop("envguard", None)
+            if not tool:
+                del doc["tool"]
     return old == new
 
 

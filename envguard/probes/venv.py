@@ -49,11 +49,15 @@ def default_venv_path(explicit: Path | None) -> Path:
 
 
 def locate(path: Path) -> Environment:
-    """Read ``path`` as a venv (pyvenv.cfg) or a conda env (conda-meta/)."""
+    """Read ``path`` as a venv (pyvenv.cfg) or a conda env (conda-meta/).
+
+    A symlink to a venv is that venv: its real path is what gets recorded and compared.
+    """
     if not path.exists():
         raise VenvError(f"{path}: no such directory")
     if not path.is_dir():
         raise VenvError(f"{path}: not a directory, so not a venv")
+    path = path.resolve()
     cfg_path = path / "pyvenv.cfg"
     if cfg_path.is_file():
         cfg = _read_cfg(cfg_path)
