@@ -46,6 +46,46 @@ def measure(argv: list[str], runs: int, env: dict[str, str] | None = None) -> di
     }
 
 
+def _once(argv: list[str], ok: tuple[int, ...], env: dict[str, str] | None) -> tuple[float, float]:
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in ok:
+        raise SystemExit(f"{argv} failed with {status}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def interleaved(
+    commands: dict[str, list[str]],
+    runs: int,
+    ok: tuple[int, ...] = (0,),
+    env: dict[str, str] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Each round runs every command once, in an order that rotates from round to round, so
+    that a machine's drift in load moves every command alike; the same runs for each."""
+    names = list(commands)
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    rss: dict[str, list[float]] = {n: [] for n in names}
+    for _ in range(1):  # a warm-up round: page cache, bytecode
+        for name in names:
+            _once(commands[name], ok, env)
+    for r in range(runs):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            wall, peak = _once(commands[name], ok, env)
+            walls[name].append(wall)
+            rss[name].append(peak)
+    return {
+        n: {
+            "median_ms": statistics.median(walls[n]) * 1000,
+            "min_ms": min(walls[n]) * 1000,
+            "peak_rss_mib": max(rss[n]),
+        }
+        for n in names
+    }
+
+
 def envguard_cmd() -> list[str]:
     """The console script beside this Python, else what that script runs (no runpy)."""
     path = Path(sys.executable).parent / "envguard"
@@ -83,7 +123,6 @@ def snapshot_bench(work: Path, runs: int, fixtures: Path) -> dict[str, dict[str,
 
 
 def cache_bench(work: Path, copies: int, runs: int, fixtures: Path) -> dict[str, float]:
-    from envguard.model import CacheCompat
     from envguard.probes import caches
 
     root = work / "inductor"
@@ -101,10 +140,10 @@ def cache_bench(work: Path, copies: int, runs: int, fixtures: Path) -> dict[str,
     for _ in range(runs):
         os.environ["ENVGUARD_CACHE_DIR"] = tempfile.mkdtemp(dir=work)
         t = time.perf_counter()
-        caches.probe("inductor", root, CacheCompat())
+        caches.probe("inductor", root)
         cold.append(time.perf_counter() - t)
         t = time.perf_counter()
-        caches.probe("inductor", root, CacheCompat())
+        caches.probe("inductor", root)
         warm.append(time.perf_counter() - t)
     mb = total / 1e6
     return {

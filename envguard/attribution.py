@@ -34,7 +34,14 @@ class JournalEntry(Protocol):
     def touched(self) -> set[str]: ...
 
 
-def causes(old: Snapshot, new: Snapshot, entries: Sequence[JournalEntry] = ()) -> dict[str, str]:
+def causes(
+    old: Snapshot,
+    new: Snapshot,
+    entries: Sequence[JournalEntry] = (),
+    groups: Sequence[grouping.InstallGroup] | None = None,
+) -> dict[str, str]:
+    """Each added or changed package's cause; ``groups``: the install groups, when the
+    caller has them already."""
     a = {d.name: d for d in old.packages}
     b = {d.name: d for d in new.packages}
     added = [d for n, d in b.items() if n not in a]
@@ -42,7 +49,9 @@ def causes(old: Snapshot, new: Snapshot, entries: Sequence[JournalEntry] = ()) -
     moved = {d.name for d in (*added, *changed)} | (a.keys() - b.keys())
     out = _from_journal(old, entries, moved)
     real = new.versions()
-    for group in grouping.install_groups(added, changed):
+    if groups is None:
+        groups = grouping.install_groups(added, changed)
+    for group in groups:
         needed = [d for d in group.members if d.name not in out]
         if not needed:
             continue

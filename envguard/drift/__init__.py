@@ -29,6 +29,7 @@ def compare(
         *old.key_libraries,
         *new.key_libraries,
     }
+    moved = packages.delta(old, new)
     known = {(f.area, f.subject, f.why) for f in checks.findings(old)}
     found = [f for f in checks.findings(new) if (f.area, f.subject, f.why) not in known]
     changes = [
@@ -38,13 +39,13 @@ def compare(
         *gpu.changes(old, new),
         *code.changes(old.code, new.code),
         *caches.changes(old, new),
-        *packages.changes(old, new, covered),
+        *packages.changes(old, new, covered, moved),
         *env.changes(old, new),
         *host.changes(old, new),
         *found,
     ]
     changes.sort(key=lambda c: (SEVERITIES.index(c.severity), AREAS.index(c.area)))
-    causes = attribution.causes(old, new, journal)
+    causes = attribution.causes(old, new, journal, moved.groups)
     changes = [_attributed(c, causes, new) for c in changes]
     reported = {f.why for f in found}
     return DriftReport(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from envguard import grouping
 from envguard.drift.report import Change
@@ -10,21 +11,39 @@ from envguard.model import Distribution, Snapshot
 from envguard.versions import newer, same
 
 
-def changes(old: Snapshot, new: Snapshot, covered: set[str]) -> Iterator[Change]:
-    """``covered`` names (torch, key libraries) have rows of their own but still count in,
-    and can root, the group they arrived with."""
+@dataclass(frozen=True, kw_only=True)
+class Delta:
+    """The distributions that arrived, moved and went, and the installs they came with."""
+
+    added: tuple[Distribution, ...]
+    changed: tuple[Distribution, ...]  # their new side
+    removed: tuple[Distribution, ...]
+    groups: tuple[grouping.InstallGroup, ...]
+
+
+def delta(old: Snapshot, new: Snapshot) -> Delta:
     a = {d.name: d for d in old.packages}
     b = {d.name: d for d in new.packages}
-    added = [b[n] for n in sorted(b.keys() - a.keys())]
-    changed = [
-        (a[n], b[n]) for n in sorted(a.keys() & b.keys()) if not same(a[n].version, b[n].version)
-    ]
-    removed = [a[n] for n in sorted(a.keys() - b.keys()) if n not in covered]
+    added = tuple(b[n] for n in sorted(b.keys() - a.keys()))
+    both = sorted(a.keys() & b.keys())
+    changed = tuple(b[n] for n in both if not same(a[n].version, b[n].version))
+    return Delta(
+        added=added,
+        changed=changed,
+        removed=tuple(a[n] for n in sorted(a.keys() - b.keys())),
+        groups=tuple(grouping.install_groups(added, changed)),
+    )
+
+
+def changes(old: Snapshot, new: Snapshot, covered: set[str], moved: Delta) -> Iterator[Change]:
+    """``covered`` names (torch, key libraries) have rows of their own but still count in,
+    and can root, the group they arrived with."""
     was, now = old.versions(), new.versions()
-    before = {y.name: was[x.name] for x, y in changed}
-    for group in grouping.install_groups(added, [y for _, y in changed]):
+    before = {d.name: was[d.name] for d in moved.changed}
+    for group in moved.groups:
         if len(group.members) > 1 or group.members[0].name not in covered:
             yield _group_change(group, before, now)
+    removed = [d for d in moved.removed if d.name not in covered]
     if removed:
         yield _removed_change(removed)
 
