@@ -26,8 +26,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import envguard_cmd, interleaved  # noqa: E402
-from build_venv import DEFAULT_FIXTURES, build  # noqa: E402
+from build_venv import DEFAULT_FIXTURES, build
+
+from bench import envguard_cmd, interleaved
 
 
 def add_packages(site: Path, n: int) -> None:
