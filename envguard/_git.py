@@ -16,7 +16,8 @@ from envguard.errors import RepoError
 # two machines with different git configs record the same patch.
 PATCH_CONFIG = (
     "-c", "core.quotepath=off", "-c", "diff.noprefix=false", "-c", "diff.mnemonicprefix=false",
-    "-c", "diff.relative=false", "-c", "diff.renames=false",
+    "-c", "diff.relative=false", "-c", "diff.renames=false", "-c", "diff.submodule=short",
+    "-c", "diff.ignoreSubmodules=none", "-c", "core.autocrlf=false",
 )  # fmt: skip
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 

@@ -7,6 +7,7 @@ say, whether ``pytorch-triton`` is Triton (it is: nightly torch depends on it in
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 
 TORCH = "torch"
@@ -130,18 +131,30 @@ def launcher_of(environ: Mapping[str, str]) -> str | None:
     return None
 
 
+# torch.compile sets these in its own process when they are unset: the default cache folder,
+# and Triton's folder inside it for the current device.
+_TORCH_SETS = {
+    "TORCHINDUCTOR_CACHE_DIR": re.compile(r"/torchinductor_[^/]+/?$"),
+    "TRITON_CACHE_DIR": re.compile(r"/triton/\d+/?$"),
+}
+
+
 def set_for_you(name: str, old: str | None, new: str | None, launchers: tuple[str, ...]) -> bool:
-    """Whether ``old`` → ``new`` of ``name`` is what a launcher or torch sets when unset.
+    """Whether ``old`` → ``new`` of ``name`` is what a launcher or torch sets by itself.
 
     ``launchers``: the launcher detected on either side (empty when neither had one).
     """
+    if name in _SLURM_GPU_BINDING and "slurm" in launchers:
+        return True  # Slurm binds each rank its own GPUs
     if old is not None and new is not None:
         return False
     value = new if old is None else old
+    assert value is not None
     for var, set_value, who in _SET_FOR_YOU:
         if name == var and value == set_value and (who == "torch" or launchers):
             return True
-    return name in _SLURM_GPU_BINDING and "slurm" in launchers
+    pattern = _TORCH_SETS.get(name)
+    return pattern is not None and pattern.search(value) is not None
 
 
 # --- envguard's own files --------------------------------------------------------------------
@@ -150,6 +163,8 @@ def set_for_you(name: str, old: str | None, new: str | None, launchers: tuple[st
 # what restore leaves beside a venv. None of it is the training code's state.
 OWN_FILE_PATTERNS = (
     "*.envguard.toml",
+    "pylock.toml",  # what `envguard export` writes: derived from the lock, not code
+    "pylock.*.toml",
     "*.envguard-journal.jsonl",
     "*.envguard-caches.tar.gz",
     "envguard.toml",

@@ -30,6 +30,9 @@ def _index_options(command: Callable[..., None]) -> Callable[..., None]:
             click.option(
                 "--offline", is_flag=True, help="No network: uv's cache and --find-links."
             ),
+            click.option(
+                "--no-index", is_flag=True, help="Ask no index: --find-links and uv's cache."
+            ),
         )
     ):
         command = option(command)
@@ -41,6 +44,7 @@ def _overrides(
     extra_index_url: tuple[str, ...],
     find_links: tuple[str, ...],
     offline: bool,
+    no_index: bool,
 ) -> restore_mod.Overrides:
     from envguard.restore import Overrides
 
@@ -49,24 +53,39 @@ def _overrides(
         extra_index_urls=extra_index_url,
         find_links=find_links,
         offline=offline,
+        no_index=no_index,
     )
 
 
 @contextmanager
 def _errors() -> Iterator[None]:
-    """Library errors become one red line and exit 2 (1 for "not restored"), no traceback."""
+    """The one error boundary: every error becomes one line and its exit code (2, or 1 for
+    "not restored"), never a traceback; ENVGUARD_DEBUG=1 shows the traceback too."""
+    import os
+
     from envguard.errors import EnvguardError, NotRestored
 
+    debug = os.environ.get("ENVGUARD_DEBUG", "") not in ("", "0")
     try:
         yield
-    except NotRestored as exc:
-        _fail(f"not restored: {exc}", code=1)
-    except EnvguardError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+    except (SystemExit, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+        raise
     except KeyboardInterrupt:
         _fail("interrupted", code=130)
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        if isinstance(exc, NotRestored):
+            _fail(f"not restored: {exc}", code=exc.exit_code)
+        elif isinstance(exc, EnvguardError):
+            _fail(str(exc), code=exc.exit_code)
+        elif isinstance(exc, OSError):
+            _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        else:
+            hint = "" if debug else "; ENVGUARD_DEBUG=1 shows where"
+            _fail(f"internal error: {type(exc).__name__}: {exc} (a bug in envguard{hint})")
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -136,8 +155,8 @@ def snapshot(
         path = lockfile.expand_output(output, snap) if output else lockfile.default_path(snap.name)
         lockfile.write(path, snap)
         if save_cache:
-            from envguard import cache_archive
             from envguard._units import human_bytes
+            from envguard.restore import cache_archive
 
             archive, size = cache_archive.save(snap, path)
             click.echo(f"saved the compile caches to {archive} ({human_bytes(size)})", err=True)
@@ -181,7 +200,10 @@ def diff(
         raise click.UsageError("give at most two lockfiles: LOCK, or LOCK_A LOCK_B")
     with _errors():
         if len(locks) == 2:
-            old, new, path = lockfile.read(locks[0]), lockfile.read(locks[1]), locks[0]
+            from envguard import snapshot
+
+            old, path = lockfile.read(locks[0]), locks[0]
+            new = snapshot.stored_against(old, lockfile.read(locks[1]))
         else:
             old, new, path = _lock_and_live(locks[0] if locks else None, venv, repo, not as_json)
         report = drift.compare(old, new, _journal_for(path))
@@ -201,7 +223,7 @@ def _lock_and_live(
 
     path, old, venv_path = targets.lock_for(lock, venv)
     with render.progress(enabled=show and sys.stderr.isatty()) as step:
-        new = snapshot.live_for(old, venv_path, repo=repo, progress=step)
+        new = snapshot.live_for(old, venv_path, repo=repo, lock_path=path, progress=step)
     return old, new, path
 
 
@@ -224,12 +246,14 @@ def _journal_for(lock: Path) -> list[journal.Entry]:
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before replacing the venv.")
 @_index_options
+@click.option("--python", "python", help="The interpreter to build with (a path or a version).")
+@click.option("--rebuild", is_flag=True, help="Rebuild even if the venv already matches.")
 @click.option("--force", is_flag=True, help="Restore even while processes use the venv.")
 @click.option("--verify-import", is_flag=True, help="Also import torch in the new venv.")
 @click.option("--code", is_flag=True, help="Only the repo: the snapshot's HEAD and patch.")
 @click.option("--repo", type=_PATH, help="The repo for --code (default: the lock's).")
 @click.option("--cache", is_flag=True, help="Only the saved compile caches, if they fit.")
-@click.option("--all", "everything", is_flag=True, help="The venv, then the code and caches.")
+@click.option("--all", "everything", is_flag=True, help="The venv, then the caches and code.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as a JSON envelope.")
 def restore(
     lock: Path,
@@ -240,6 +264,9 @@ def restore(
     extra_index_url: tuple[str, ...],
     find_links: tuple[str, ...],
     offline: bool,
+    no_index: bool,
+    python: str | None,
+    rebuild: bool,
     force: bool,
     verify_import: bool,
     code: bool,
@@ -250,68 +277,64 @@ def restore(
 ) -> None:
     """Rebuild the venv of LOCK with uv: exact pins, verified, the old venv kept."""
     from envguard import lockfile, render
-    from envguard import restore as restore_mod
+    from envguard.restore import command
 
-    overrides = _overrides(index_url, extra_index_url, find_links, offline)
     with _errors():
-        locked = lockfile.read(lock)
-        target = venv or Path(locked.venv.path)
-        if (code or cache) and not everything:
-            _restore_parts(lock, locked, target, code, repo, cache, dry_run, as_json)
-            return
-        plan = restore_mod.plan(locked, target, _current(target), overrides)
-        if dry_run:
-            _emit(
-                as_json,
-                "restore",
-                {"dry_run": True, "plan": plan.to_dict()},
-                0,
-                lambda: render.restore_plan(plan),
-            )
-            return
-        if not as_json:
-            render.restore_plan(plan, full=False)
-        if plan.replaces_existing and not yes:
+        req = command.Request(
+            lock_path=lock,
+            lock=lockfile.read(lock),
+            venv=venv,
+            repo=repo,
+            overrides=_overrides(index_url, extra_index_url, find_links, offline, no_index),
+            venv_step=everything or not (code or cache),
+            caches_step=everything or cache,
+            code_step=everything or code,
+            dry_run=dry_run,
+            rebuild=rebuild,
+            force=force,
+            verify_import=verify_import,
+            python=python,
+        )
+        plan, unchanged = command.prepare(req)
+        if plan is not None and not as_json:
+            render.restore_plan(plan, full=dry_run, unchanged=unchanged)
+        if plan is not None and plan.replaces_existing and not (yes or dry_run or unchanged):
             if not sys.stdin.isatty():
                 raise click.UsageError("restore replaces the venv: pass --yes to confirm")
             click.confirm(f"Replace {plan.venv} (the old venv is kept)?", abort=True)
         with render.progress(enabled=not as_json and sys.stderr.isatty()) as step:
-            outcome = restore_mod.execute(
-                locked, plan, overrides, force=force, verify_import=verify_import, progress=step
+            result = command.run(
+                req,
+                plan,
+                unchanged,
+                on_step=None if as_json else render.restore_step,
+                progress=step,
             )
-        _emit(as_json, "restore", outcome.to_dict(), 0, lambda: render.restore_outcome(outcome))
-        if everything:
-            _restore_parts(lock, locked, target, True, repo, True, False, as_json)
+        if as_json:
+            click.echo(render.envelope("restore", result.to_dict(), result.exit_code))
+        elif result.error:
+            if result.saved and not result.code:
+                render.restore_saved(result.saved)
+            render.error_line(("not restored: " if result.exit_code == 1 else "") + result.error)
+    sys.exit(result.exit_code)
 
 
-def _restore_parts(
-    lock_path: Path,
-    locked: Snapshot,
-    venv: Path,
-    code: bool,
-    repo: Path | None,
-    cache: bool,
-    dry_run: bool,
-    as_json: bool,
-) -> None:
-    from envguard import render, restore_parts
+@cli.command()
+@click.option("--venv", type=_PATH, help="Whose backups (default: as snapshot).")
+@click.option("--prune", is_flag=True, help="Remove all but the newest --keep backups.")
+@click.option("--keep", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the backups as JSON.")
+def backups(venv: Path | None, prune: bool, keep: int, as_json: bool) -> None:
+    """List (and prune) the old venvs restore kept beside a venv."""
+    from envguard import render
+    from envguard.restore import backups as backups_mod
+    from envguard.restore.plan import target_path
+    from envguard.targets import venv as venv_for
 
-    result = restore_parts.run(
-        lock_path, locked, venv, code=code, repo=repo, cache=cache, dry_run=dry_run
-    )
-    _emit(as_json, "restore", result, 0, lambda: render.restore_parts(result))
-
-
-def _current(venv: Path) -> Snapshot | None:
-    from envguard import snapshot
-    from envguard.errors import VenvError
-
-    if not venv.exists():
-        return None
-    try:
-        return snapshot.take(venv, default_caches=False, with_code=False)
-    except VenvError:
-        return None
+    with _errors():
+        target = target_path(venv_for(venv))
+        listed = backups_mod.prune(target, keep) if prune else backups_mod.listing(target)
+        _emit(as_json, "backups", listed.to_dict(), 0, lambda: render.backups(listed))
 
 
 def _emit(as_json: bool, kind: str, result: object, code: int, human: Callable[[], None]) -> None:
@@ -338,12 +361,13 @@ def export(
     extra_index_url: tuple[str, ...],
     find_links: tuple[str, ...],
     offline: bool,
+    no_index: bool,
 ) -> None:
     """Write LOCK's packages as a PEP 751 pylock.toml that `uv pip sync` installs."""
     from envguard import export as export_mod
     from envguard import lockfile
 
-    overrides = _overrides(index_url, extra_index_url, find_links, offline)
+    overrides = _overrides(index_url, extra_index_url, find_links, offline, no_index)
     with _errors():
         export_mod.check_name(output)
         data = export_mod.pylock(lockfile.read(lock), overrides, resolve=resolve)

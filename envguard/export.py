@@ -18,7 +18,7 @@ import tomli_w
 from envguard import restore
 from envguard import uv as uv_backend
 from envguard._fs import atomic_write
-from envguard.errors import EnvguardError, NotRestored
+from envguard.errors import EnvguardError
 from envguard.model import Snapshot
 
 
@@ -30,7 +30,7 @@ def pylock(lock: Snapshot, overrides: restore.Overrides, *, resolve: bool) -> by
         )
     the_plan = restore.plan(lock, Path(lock.venv.path), None, overrides)
     if the_plan.skipped:
-        raise NotRestored(f"cannot export: {'; '.join(the_plan.skipped)}")
+        raise EnvguardError(f"cannot export: {'; '.join(the_plan.skipped)}")
     indexes = restore.indexes_for(lock, overrides)
     with tempfile.TemporaryDirectory(prefix="envguard-export-") as tmp:
         reqs = Path(tmp) / "requirements.in"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envguard import drift, lockfile
+from envguard import drift, lockfile, snapshot
 from envguard.errors import LockfileError
 from envguard.model import Record, Snapshot
 
@@ -80,7 +80,13 @@ def expand(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-Loaded = tuple[str, dict[str, str], bool, tuple[str, ...]]
+Loaded = tuple[str, dict[str, str], frozenset[str], tuple[str, ...]]
+# The drift area behind each column: a column is shown as differing from the lock only where
+# the node's verdict counts a change in that area (a HEAD moved by the lockfile's commit is not).
+_AREA = {
+    "torch": "torch", "cuda": "cuda", "cudnn": "cuda", "nccl": "cuda", "driver": "gpu",
+    "gpus": "gpu", "head": "code", "patch": "code", "cache": "caches",
+}  # fmt: skip
 _LOCK: list[tuple[Snapshot, str]] = []  # (lock, fail_on) in each worker process
 
 
@@ -95,9 +101,11 @@ def _load(path: Path) -> Loaded | str:
     except LockfileError as exc:
         return str(exc)
     lock, fail_on = _LOCK[0]
+    snap = snapshot.stored_against(lock, snap)
     counted = [c for c in drift.compare(lock, snap).changes if c.counts_at(fail_on)]
     shown = tuple(f"{c.severity} {c.subject}: {c.old} → {c.new}" for c in counted[:8])
-    return snap.host.hostname, facts(snap), bool(counted), shown
+    areas = frozenset(c.area for c in counted)
+    return snap.host.hostname, facts(snap), areas, shown
 
 
 def _load_all(paths: Sequence[Path], lock: Snapshot, fail_on: str) -> list[Loaded | str]:
@@ -123,12 +131,14 @@ def compare(lock: Snapshot, paths: Sequence[Path], fail_on: str = "warning") -> 
         if isinstance(loaded, str):
             problems.append(loaded)
             continue
-        host, have, fails, changes = loaded
+        host, have, areas, changes = loaded
         if host in seen:
             problems.append(f"{path}: host {host} also in {seen[host]}; both are shown")
         seen.setdefault(host, str(path))
         differs = tuple(
-            f"{k}: {want[k]} (lock) → {have[k]}" for k in COLUMNS if _drifts(k, want[k], have[k])
+            f"{k}: {want[k]} (lock) → {have[k]}"
+            for k in COLUMNS
+            if _AREA[k] in areas and _drifts(k, want[k], have[k])
         )
         nodes.append(
             Node(
@@ -136,7 +146,7 @@ def compare(lock: Snapshot, paths: Sequence[Path], fail_on: str = "warning") -> 
                 host=host,
                 facts=have,
                 differs=differs,
-                fails=fails,
+                fails=bool(areas),
                 changes=changes,
             )
         )
@@ -159,7 +169,8 @@ def _groups(want: dict[str, str], nodes: Sequence[Node]) -> tuple[Group, ...]:
     groups = []
     for key, members in by_key.items():
         shared = dict(zip(_GROUPED, key, strict=True))
-        differs = tuple(f"{k}: {want[k]} (lock) → {v}" for k, v in shared.items() if v != want[k])
+        flagged = {d.split(":", 1)[0] for n in members for d in n.differs}
+        differs = tuple(f"{k}: {want[k]} (lock) → {v}" for k, v in shared.items() if k in flagged)
         groups.append(
             Group(
                 facts=shared,

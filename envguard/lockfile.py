@@ -96,6 +96,8 @@ def loads(data: bytes, source: str = "lockfile") -> Snapshot:
         raise LockfileError(f"{source}: not UTF-8 text, not a lockfile") from exc
     except tomllib.TOMLDecodeError as exc:
         raise LockfileError(f"{source}: not valid TOML ({exc}); truncated or damaged?") from exc
+    except RecursionError as exc:
+        raise LockfileError(f"{source}: nested too deeply to be a lockfile") from exc
     schema = doc.pop("schema", None)
     if not isinstance(schema, int) or isinstance(schema, bool):
         raise LockfileError(f"{source}: no integer 'schema' field, not an envguard lockfile")
@@ -114,6 +116,8 @@ def loads(data: bytes, source: str = "lockfile") -> Snapshot:
         raise
     except (TypeError, ValueError) as exc:
         raise LockfileError(f"{source}: {exc}") from exc
+    except RecursionError as exc:
+        raise LockfileError(f"{source}: nested too deeply to be a lockfile") from exc
 
 
 def _from_schema_1(doc: dict[str, Any]) -> None:

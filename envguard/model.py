@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, Union
 
+from envguard import catalog
 from envguard.errors import LockfileError
 
 R = TypeVar("R", bound="Record")
@@ -131,6 +132,34 @@ def _decode_record(cls: type[Record], data: Any, path: str) -> Record:
 # The snapshot's parts, in the order they appear in a lockfile.
 
 
+# What may reach uv's argv or a requirements file from a lockfile: checked when a lock is
+# read, so that a field cannot smuggle an option ("1.0\n--find-links /evil") into uv.
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?$")
+_PY_VERSION = re.compile(r"^\d{1,3}(\.\d{1,4}){1,3}$")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f]{1,4096}$")
+
+
+def _pep440(value: str, path: str) -> None:
+    from envguard.versions import valid
+
+    if not valid(value):
+        raise LockfileError(f"{path}: {_shown(value)} is not a PEP 440 version")
+
+
+def _pep508_name(value: str, path: str) -> None:
+    if not _NAME.match(value):
+        raise LockfileError(f"{path}: {_shown(value)} is not a package name (PEP 508)")
+
+
+def _one_line(value: str, path: str, limit: int = 4096) -> None:
+    if len(value) > limit or any(c in value for c in "\n\r\x00"):
+        raise LockfileError(f"{path}: {_shown(value)} is not one line of text")
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 40 else f"{value[:37]!r}… ({len(value)} characters)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PythonInfo(Record):
     version: str
@@ -138,6 +167,11 @@ class PythonInfo(Record):
     abi: str
     site_packages: str
     home: str | None = None
+
+    def validate(self, path: str) -> None:
+        if self.version and not _PY_VERSION.match(self.version):
+            raise LockfileError(f"{path}.version: {_shown(self.version)} is not a Python version")
+        _one_line(self.home or "", f"{path}.home")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +198,15 @@ class Distribution(Record):
     problem: str | None = None  # set when the metadata was incomplete
     duplicates: tuple[str, ...] = ()  # other metadata folders of the same name on disk
 
+    def validate(self, path: str) -> None:
+        _pep508_name(self.name, f"{path}.name")
+        if not self.problem:  # restore never pins a distribution recorded with a problem
+            _pep440(self.version, f"{path}.version")
+        if self.direct_url is not None and not _URL.match(self.direct_url):
+            raise LockfileError(f"{path}.direct_url: {_shown(self.direct_url)} is not a URL")
+        for i, req in enumerate(self.requires):
+            _one_line(req, f"{path}.requires[{i}]")
+
 
 @dataclass(frozen=True, kw_only=True)
 class PackageBuild(Record):
@@ -181,6 +224,12 @@ class PackageBuild(Record):
     rocm: str | None = None
     xpu: str | None = None
     debug: bool | None = None
+
+    def validate(self, path: str) -> None:
+        _pep508_name(self.name, f"{path}.name")
+        _pep440(self.version, f"{path}.version")
+        if self.variant and not _NAME.match(self.variant):
+            raise LockfileError(f"{path}.variant: {_shown(self.variant)} is not a build variant")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,6 +332,7 @@ class UntrackedFile(Record):
     path: str
     size: int
     content: str | None = None  # small text files only, secrets redacted
+    blob: str = ""  # git's blob id of the content, whatever the size (up to 64 MB)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -299,22 +349,30 @@ class CodeState(Record):
     untracked: tuple[UntrackedFile, ...] = ()
     untracked_omitted: int = 0
     since: HeadMove | None = None  # only in a live snapshot taken against a lock
+    own: tuple[str, ...] = ()  # more files that are envguard's (the lock compared with)
 
     def validate(self, path: str) -> None:
         if self.patch_encoding not in ("utf-8", "base64"):
             raise LockfileError(f"{path}.patch_encoding: expected 'utf-8' or 'base64'")
 
     def file_patches(self) -> dict[str, str]:
-        """Each changed file's part of the patch (``git diff`` orders both the same way)."""
-        if self.patch_encoding != "utf-8" or not self.patch:
-            return {}
-        return dict(zip((f.path for f in self.changed), split_patch(self.patch), strict=False))
+        """Each changed file's part of the patch, for people (a base64 patch decoded)."""
+        out = {}
+        for section in self.sections():
+            path = section_path(section)
+            if path is not None:
+                out[path] = section.decode("utf-8", "replace")
+        return out
 
     def sections(self) -> list[bytes]:
         """The patch's per-file sections as bytes, whatever its encoding in the lockfile."""
         # latin-1 maps bytes 1:1, and "diff --git " and "\n" are single bytes in UTF-8 too.
         text = self.patch_bytes().decode("latin-1")
         return [s.encode("latin-1") for s in split_patch(text)]
+
+    def is_own(self, path: str) -> bool:
+        """envguard's own file, by name or because this snapshot was compared with it."""
+        return path in self.own or catalog.is_own_file(path)
 
     def patch_bytes(self) -> bytes:
         import base64
@@ -341,6 +399,42 @@ def split_patch(patch: str) -> list[str]:
 
 _SECTION = re.compile(r"^diff --git ", re.MULTILINE)
 _INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)", re.MULTILINE)
+
+
+def section_path(section: bytes) -> str | None:
+    """The file a section of ``git diff --no-renames`` is about, from its header line
+    (``diff --git a/P b/P``: both sides are one path; git quotes unusual names)."""
+    line = section.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+    rest = line.removeprefix("diff --git ")
+    if rest == line:
+        return None
+    if rest.startswith('"'):
+        return _unquote(rest)
+    n = (len(rest) - 5) // 2
+    return rest[2 : 2 + n] if rest[:2] == "a/" and rest[n + 2 : n + 5] == " b/" else None
+
+
+def _unquote(rest: str) -> str | None:
+    """git's C-style quoting of ``"a/path"``, the first of the two."""
+    import ast
+
+    end, i = None, 1
+    while i < len(rest):
+        if rest[i] == "\\":
+            i += 2
+            continue
+        if rest[i] == '"':
+            end = i
+            break
+        i += 1
+    if end is None:
+        return None
+    try:
+        raw = ast.literal_eval("b" + rest[: end + 1])
+    except (ValueError, SyntaxError):
+        return None
+    text = bytes(raw).decode("utf-8", "surrogateescape")
+    return text[2:] if text.startswith("a/") else None
 
 
 def section_facts(section: bytes) -> tuple[str, str, str]:

@@ -28,7 +28,9 @@ from envguard.probes.torch import index_for, variant_of
 from envguard.versions import same
 
 PLANNED = "planned"
-_UV_LINE = re.compile(r"^\s*([+-])\s+([A-Za-z0-9][\w.\-]*)==(\S+)")
+_UV_LINE = re.compile(r"^\s*([+-])\s+([A-Za-z0-9][\w.\-]*)(?:==(\S+)| @ (\S+))")
+# name-version-...whl, as a wheel's file name carries them (PEP 427)
+_WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-([^-/]+?)(?:-\d[^-/]*)?-[^-/]+-[^-/]+-[^-/]+\.whl$")
 _PIP = re.compile(r"^pip(3(\.\d+)?)?$")
 _CUDA_PIN = re.compile(
     r"^(?:cuda-toolkit|nvidia-cuda-runtime(?:-cu\d+)?)(?:\[[^\]]*\])?==(\d+)\.(\d+)"
@@ -94,9 +96,10 @@ def parse(argv: Sequence[str]) -> Command:
 
 
 def _command(installer: str, argv: Sequence[str], args: Sequence[str]) -> Command:
-    """Take the user's own target flags out of ``args``: preflight passes the venv itself."""
+    """Take the user's own target flags out of ``args``: preflight passes the venv itself.
+    An installer named by path (``V/bin/pip``, ``V/bin/python -m pip``) names its venv too."""
     kept: list[str] = []
-    target: str | None = None
+    target: str | None = argv[0] if installer == "pip" and "/" in argv[0] else None
     i = 0
     while i < len(args):
         arg = args[i]
@@ -191,12 +194,20 @@ def _has_pip(venv: Path) -> bool:
 
 
 def _parse_uv(text: str) -> list[Planned]:
-    """uv's ``- name==old`` / ``+ name==new`` lines; the ``+`` ones are what lands."""
+    """uv's ``- name==old`` / ``+ name==new`` lines (``+ name @ url`` for a wheel or a
+    repository given directly); the ``+`` ones are what lands."""
     return [
-        Planned(name=canonicalize_name(m.group(2)), version=m.group(3))
+        Planned(name=canonicalize_name(m.group(2)), version=m.group(3) or _url_version(m.group(4)))
         for line in text.splitlines()
         if (m := _UV_LINE.match(line)) and m.group(1) == "+"
     ]
+
+
+def _url_version(url: str) -> str:
+    """A wheel URL's version, from its file name; any other URL's version is unknown until
+    it is built, and is said so."""
+    m = _WHEEL.search(url.split("#", 1)[0].split("?", 1)[0])
+    return m.group(2) if m else f"unknown ({url})"
 
 
 def _parse_pip(text: str) -> list[Planned]:

@@ -20,13 +20,13 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from envguard import catalog
 from envguard._fs import atomic_write
 from envguard.errors import EnvguardError
 from envguard.model import Snapshot
 
 CONSTRAINTS = "envguard-protect.txt"
 MARK = "pinned.by.envguard.protect"
-CRITICAL = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "transformers")
 _BEGIN, _END = "# >>> envguard protect >>>", "# <<< envguard protect <<<"
 
 
@@ -39,8 +39,8 @@ class Protection:
 
 def critical_names(lock: Snapshot, extra: tuple[str, ...]) -> list[str]:
     names = {d.name for d in lock.packages}
-    wanted = [n for n in CRITICAL if n in names]
-    wanted += sorted(n for n in names if n.startswith(("nvidia-", "cuda-")) and n != "nvidia-ml-py")
+    wanted = [n for n in catalog.PROTECTED if n in names]
+    wanted += sorted(n for n in names if catalog.is_cuda_wheel(n))
     missing = [n for n in extra if n not in names]
     if missing:
         raise EnvguardError(f"not in the lockfile, so no version to pin: {', '.join(missing)}")
@@ -61,6 +61,15 @@ def protect(lock: Snapshot, venv: Path, extra: tuple[str, ...] = ()) -> Protecti
     _pip_conf(venv, path)
     _activate(venv, path)
     return Protection(venv=str(venv.absolute()), constraints=str(path), pins=pins)
+
+
+def carry(pins: bytes, new: Path, *, final: Path) -> None:
+    """The same protection for a venv built at ``new`` that will sit at ``final`` (restore
+    builds beside the venv and swaps): the pins file, pip.conf and the activate lines."""
+    path = final.absolute() / CONSTRAINTS
+    atomic_write(new / CONSTRAINTS, pins)
+    _pip_conf(new, path)
+    _activate(new, path)
 
 
 def unprotect(venv: Path) -> bool:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from envguard.model import Snapshot
     from envguard.preflight import Forecast
     from envguard.restore import Outcome, Plan
+    from envguard.restore.backups import Backups
+    from envguard.restore.parts import CacheStep, CodeStep
     from envguard.watch import Watched
 
 # rich costs ~40 ms to import: it is loaded by the functions that draw, so that --json,
@@ -212,12 +214,18 @@ def _changes_table(out: Console, report: DriftReport, *, expand: bool) -> None:
     out.print(table)
 
 
-def restore_plan(plan: Plan, *, full: bool = True) -> None:
+def restore_plan(plan: Plan, *, full: bool = True, unchanged: bool = False) -> None:
     """The plan; without ``full``, only pins from somewhere other than the default index."""
     from rich.markup import escape
     from rich.table import Table
 
     out = console()
+    if unchanged:
+        out.print(
+            f"[bold green]{escape(plan.venv)} already matches the lock[/]: nothing to rebuild "
+            "(--rebuild forces it)"
+        )
+        return
     out.print(
         f"[bold]Restore plan[/] for {escape(plan.venv)}: Python {plan.python}, "
         f"{len(plan.pins)} pins from {escape(plan.indexes)}"
@@ -241,8 +249,23 @@ def restore_plan(plan: Plan, *, full: bool = True) -> None:
         out.print(f"[red]goes away:[/] {escape(removal.summary)}")
     for line in plan.skipped:
         out.print(f"[yellow]cannot pin:[/] {escape(line)}")
+    if plan.system_site_packages:
+        out.print("the venv sees the base interpreter's packages (--system-site-packages)")
     if not plan.replaces_existing:
         out.print(f"{escape(plan.venv)} does not exist yet: it will be created")
+
+
+def restore_step(step: object) -> None:
+    """One finished step of a restore, printed as soon as it is done."""
+    from envguard.restore.build import Outcome
+    from envguard.restore.parts import CacheStep, CodeStep
+
+    if isinstance(step, Outcome):
+        restore_outcome(step)
+    elif isinstance(step, CacheStep):
+        _cache_step(step)
+    elif isinstance(step, CodeStep):
+        _code_step(step)
 
 
 def restore_outcome(outcome: Outcome) -> None:
@@ -251,44 +274,71 @@ def restore_outcome(outcome: Outcome) -> None:
     out = console()
     for note in outcome.recovered:
         out.print(f"[yellow]recovered:[/] {escape(note)}")
+    if outcome.unchanged:
+        return
     out.print(
         f"[bold green]Restored[/] {escape(outcome.venv)}: {len(outcome.plan.pins)} "
         "packages match the lock"
     )
     if outcome.backup:
         out.print(f"the old venv is kept at [bold]{escape(outcome.backup)}[/]")
+    if outcome.protection:
+        out.print(f"envguard protect's pins: {outcome.protection}")
     if outcome.import_check:
         out.print(f"import torch: {escape(outcome.import_check)}")
 
 
-def restore_parts(result: dict[str, object]) -> None:
+def restore_saved(saved: str) -> None:
+    from rich.markup import escape
+
+    console().print(f"saved your uncommitted work as [bold]{escape(saved)}[/]")
+
+
+def _code_step(code: CodeStep) -> None:
     from rich.markup import escape
 
     out = console()
-    code = result.get("code")
-    if isinstance(code, dict) and "root" in code:
-        if code.get("saved"):
-            out.print(f"saved your uncommitted work as [bold]{escape(str(code['saved']))}[/]")
-        where = code.get("branch") or "detached HEAD"
+    if code.dry_run:
         out.print(
-            f"[bold green]Restored code[/]: {escape(str(code['root']))} is at "
-            f"{str(code['head'])[:12]} ({escape(str(where))}) with the snapshot's patch "
-            f"({code['patched_files']} files)"
+            f"would check out {code.head[:12]} in {escape(code.root)} and apply a patch of "
+            f"{code.files} file{'s' if code.files != 1 else ''} (uncommitted work is "
+            "stashed first)"
         )
-    elif isinstance(code, dict):
-        out.print(
-            f"would check out {str(code['head'])[:12]} and apply a patch of "
-            f"{code['files']} files (uncommitted work is stashed first)"
-        )
-    caches = result.get("cache")
-    if isinstance(caches, list):
-        for c in caches:
-            out.print(
-                f"[bold green]Restored cache[/]: {c['kind']}, {c['files']} files into "
-                f"{escape(str(c['path']))}"
-            )
-    elif isinstance(caches, dict):
-        out.print(f"would unpack {escape(str(caches['archive']))} if its caches fit this venv")
+        return
+    if code.saved:
+        restore_saved(code.saved)
+    where = code.branch or "detached HEAD"
+    out.print(
+        f"[bold green]Restored code[/]: {escape(code.root)} is at {code.head[:12]} "
+        f"({escape(where)}) with the snapshot's patch ({code.files} files)"
+    )
+    if code.kept:
+        out.print(f"envguard's own files kept in place: {escape(', '.join(code.kept))}")
+
+
+def _cache_step(step: CacheStep) -> None:
+    from rich.markup import escape
+
+    out = console()
+    if step.dry_run:
+        out.print(f"would unpack {escape(step.archive)} if its caches fit this venv")
+        return
+    for kind, path, files in zip(step.kind, step.paths, step.files, strict=True):
+        out.print(f"[bold green]Restored cache[/]: {kind}, {files} files into {escape(path)}")
+
+
+def backups(listed: Backups) -> None:
+    from rich.markup import escape
+
+    out = console()
+    for b in listed.removed:
+        out.print(f"removed {escape(b.path)} ({human_bytes(b.bytes)})")
+    for path in listed.kept_in_use:
+        out.print(f"[yellow]kept[/] {escape(path)}: a process still runs from it")
+    if not listed.backups:
+        out.print(f"no backups beside {escape(listed.venv)}")
+    for b in listed.backups:
+        out.print(f"{escape(b.path)}  {human_bytes(b.bytes)}  {b.created}")
 
 
 def run_summary(watched: Watched) -> None:

@@ -47,13 +47,16 @@ def guard(
     """
     if fail_on not in drift.FAIL_ON:
         raise EnvguardError(f"fail_on must be one of {', '.join(drift.FAIL_ON)}, not {fail_on!r}")
-    unknown = sorted(set(only) | set(ignore) - set(drift.AREAS))
+    unknown = sorted((set(only) | set(ignore)) - set(drift.AREAS))
     if unknown:
         raise EnvguardError(f"unknown area {unknown[0]!r}: one of {', '.join(drift.AREAS)}")
     locked = lock if isinstance(lock, Snapshot) else lockfile.read(Path(lock))
     # this process's own environment, unless told otherwise
     live = snapshot.live_for(
-        locked, Path(venv) if venv else Path(sys.prefix), repo=Path(repo) if repo else None
+        locked,
+        Path(venv) if venv else Path(sys.prefix),
+        repo=Path(repo) if repo else None,
+        lock_path=None if isinstance(lock, Snapshot) else Path(lock),
     )
     report = drift.compare(locked, live).only(tuple(only), tuple(ignore))
     mine = _summary(report, live, fail_on)

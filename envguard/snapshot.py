@@ -32,10 +32,12 @@ def take(
     progress: Progress | None = None,
     system_roots: Iterable[str] | None = None,
     base_commit: str | None = None,
+    own_files: Iterable[Path] = (),
 ) -> Snapshot:
     """Read ``venv_path`` (and the repo, caches, host) without importing anything from it.
 
-    ``base_commit``: the lock's commit, to record what changed in the repo since.
+    ``base_commit``: the lock's commit, to record what changed in the repo since;
+    ``own_files``: files of envguard's whatever their name (the lockfile compared with).
     """
     env = os.environ if env is None else env
     step = progress or (lambda phase, done, total: None)
@@ -47,16 +49,21 @@ def take(
     gpu_thread.start()
     step("distributions", 0, 1)
     dists, warnings = distributions.scan(found.site_packages)
-    inherited = distributions.scan_inherited(found.inherited_sites, dists)
-    by_name = {d.name: d for d in dists}
+    inherited, where = distributions.scan_inherited(found.inherited_sites, dists)
+    # what the interpreter imports: the venv's own, then what it inherits (an NGC-style
+    # container's torch lives in the base interpreter's site-packages)
+    seen = (*dists, *inherited)
+    by_name = {d.name: d for d in seen}
     builds = {
-        n: torch.probe(found.site_packages, by_name[n]) for n in catalog.BUILDS if n in by_name
+        n: torch.probe(where.get(n, found.site_packages), by_name[n])
+        for n in catalog.BUILDS
+        if n in by_name
     }
     step("CUDA stack", 0, 1)
     torch_build = builds.pop(catalog.TORCH, None)
     stack, cuda_warnings = cuda.probe(
-        found.site_packages,
-        dists,
+        (found.site_packages, *found.inherited_sites),
+        seen,
         system_roots=system_roots,
         torch_cuda=torch_build.cuda if torch_build else None,
     )
@@ -69,6 +76,7 @@ def take(
             required=repo_required,
             base=base_commit,
             exclude=(found.root,),
+            own=own_files,
         )
         if with_code
         else (None, ())
@@ -86,7 +94,7 @@ def take(
         gpu=gpu_state[0] if gpu_state else GpuState(source="none"),
         # torch-family versions as their version.py says: METADATA's 2.11.0 hides the +cu130.
         key_libraries={
-            **distributions.key_libraries(dists),
+            **distributions.key_libraries(seen),
             **{b.name: b.version for b in (torch_build, *builds.values()) if b},
         },
         caches=cache_list,
@@ -105,17 +113,20 @@ def live_for(
     venv_path: Path,
     *,
     repo: Path | None = None,
+    lock_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     with_code: bool = True,
     with_caches: bool = True,
 ) -> Snapshot:
-    """The live snapshot to compare with ``lock``: ``venv_path``, the lock's repo (unless
-    ``repo`` names another), the caches the lock fingerprinted, what changed since its commit.
-    """
+    """The live snapshot to compare with ``lock``: ``venv_path``, the lock's repository
+    (``targets.repo_for``), the caches the lock fingerprinted, what changed since its commit.
+    ``lock_path``, when the lock is a file, is envguard's own whatever its name."""
+    from envguard import targets
+
     customs = [Path(c.path) for c in lock.caches if c.kind == "custom"]
-    if repo is None and lock.code and Path(lock.code.root).is_dir():
-        repo = Path(lock.code.root)
+    if repo is None:
+        repo = targets.repo_for(lock)
     return take(
         venv_path,
         repo=repo,
@@ -127,7 +138,28 @@ def live_for(
         env=env,
         progress=progress,
         base_commit=lock.code.head if lock.code else None,
+        own_files=(lock_path,) if lock_path else (),
     )
+
+
+def stored_against(lock: Snapshot, snap: Snapshot) -> Snapshot:
+    """A stored snapshot (a fleet node's file, the second of two lockfiles) as the live one
+    would be taken against ``lock``: with what changed in the repository between the two
+    commits, read from the repository when it is here (else the commits alone are known)."""
+    import dataclasses
+
+    from envguard import targets
+
+    a, b = lock.code, snap.code
+    if a is None or b is None or a.head == b.head or b.since is not None:
+        return snap
+    roots = [r for r in (targets.repo_for(lock), Path(b.root), Path(a.root)) if r is not None]
+    for root in roots:
+        if root.is_dir():
+            moved = code.since(root, a.head, b.head)
+            if moved is not None:
+                return dataclasses.replace(snap, code=dataclasses.replace(b, since=moved))
+    return snap
 
 
 def _caches(

@@ -32,6 +32,32 @@ def venv_for(lock: Snapshot, explicit: Path | None) -> Path:
         ) from None
 
 
+def repo_for(lock: Snapshot) -> Path | None:
+    """The repository to compare with ``lock``'s code: the one here when it holds the lock's
+    commit (a worktree, a second clone, the same checkout), else the one the lock recorded,
+    else whichever is here (None: the working directory's)."""
+    from envguard import _git
+
+    here = Path.cwd()
+    recorded = Path(lock.code.root) if lock.code else None
+    if not _git.has_repo(here):
+        return recorded if recorded is not None and recorded.is_dir() else None
+    if recorded is None or not recorded.is_dir() or _inside(here, recorded):
+        return None
+    repo = _git.open_repo(here, required=False)
+    if repo is not None and lock.code and _git.commit_exists(repo, lock.code.head):
+        return None
+    return recorded
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
 def lock_for(explicit: Path | None, venv_path: Path | None) -> tuple[Path, Snapshot, Path]:
     """(lockfile, its snapshot, the venv to compare it with) for ``diff [LOCK] [--venv]``."""
     if explicit is not None:

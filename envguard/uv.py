@@ -1,14 +1,15 @@
 """The only place uv runs: find the binary, build argv, run it, turn failures into errors.
 
 uv's own ``UV_*`` settings reach it untouched: envguard passes flags only for what the
-lockfile or the user decided (the Python version, the pins, the indexes).
+lockfile or the user decided (the Python version, the pins, the indexes). Messages name
+exactly what uv was asked.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,19 +20,29 @@ from envguard.redact import strip_url_credentials
 # Variants uv's --torch-backend knows route torch-family packages to the PyTorch index and
 # everything else to the default index: per-package indexes in one call.
 _TORCH_BACKEND = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*|xpu)$")
+# Names are bounded and anchored, so that a hostile 100 kB "name" in uv's output costs a
+# linear scan, not a quadratic one.
+_NAME = r"(?<![\w.\-])([A-Za-z0-9][\w.\-]{0,199})"
 _NOT_FOUND = (
     re.compile(
-        r"Because (?:there is no version of )?([A-Za-z0-9][\w.\-]*)(?:\[[^\]]*\])?"
-        r"(?:==\S+)? (?:was not found|could not be found)"
+        r"Because (?:there is no version of )?" + _NAME + r"(?:\[[^\]\n]{0,200}\])?"
+        r"(?:==(\S{1,100}))? (?:was not found|could not be found)"
     ),
-    re.compile(r"no version of ([A-Za-z0-9][\w.\-]*)(?:\[[^\]]*\])?=="),
-    re.compile(r"Package `([A-Za-z0-9][\w.\-]*)` was not found"),
-    re.compile(r"([A-Za-z0-9][\w.\-]*)==\S+ (?:was not found|could not be found)"),
+    re.compile(r"no version of " + _NAME + r"(?:\[[^\]\n]{0,200}\])?==(\S{1,100})"),
+    re.compile(r"Package `" + _NAME + r"()` was not found"),
+    re.compile(_NAME + r"==(\S{1,100}) (?:was not found|could not be found)"),
+)
+# What uv prints when no index can be reached (DNS, refused, no route, TLS to a proxy...).
+_NO_NETWORK = re.compile(
+    r"dns error|failed to lookup address|Could not connect|Connection refused|"
+    r"error sending request|tcp connect error|Network is unreachable|"
+    r"client error \(Connect\)|Temporary failure in name resolution",
+    re.IGNORECASE,
 )
 
 
 class UvError(EnvguardError):
-    """uv failed; ``missing`` names the pins it could not find."""
+    """uv failed; ``missing`` names the pins it could not find ("numpy==2.3.0")."""
 
     def __init__(self, message: str, missing: Sequence[str] = ()) -> None:
         super().__init__(message)
@@ -40,12 +51,13 @@ class UvError(EnvguardError):
 
 @dataclass(frozen=True, kw_only=True)
 class Indexes:
-    """Where pins come from: inferred from the lock, or the user's overrides."""
+    """Where pins come from: inferred from the lock, with the user's flags."""
 
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
     offline: bool = False
+    no_index: bool = False
     torch_backend: str | None = None  # cu128 etc., when inferred from the lock
 
     def argv(self) -> list[str]:
@@ -56,8 +68,8 @@ class Indexes:
             out += ["--extra-index-url", url]
         for link in self.find_links:
             out += ["--find-links", link]
-        if self.find_links and not self.index_url and not self.extra_index_urls:
-            out.append("--no-index")  # a wheelhouse alone: air-gapped, never the network
+        if self.no_index:
+            out.append("--no-index")
         if self.offline:
             out.append("--offline")
         if self.torch_backend:
@@ -65,13 +77,17 @@ class Indexes:
         return out
 
     def describe(self) -> str:
-        """For people and logs: index credentials never appear, only uv's argv has them."""
-        parts = [self.index_url or "the default index (PyPI or UV_INDEX_URL)"]
-        parts += list(self.extra_index_urls) + [f"find-links {p}" for p in self.find_links]
-        if self.torch_backend:
+        """What uv was asked, for people and logs; index credentials never appear."""
+        parts = []
+        if not self.no_index:
+            parts.append(self.index_url or "the default index (PyPI or UV_INDEX_URL)")
+            parts += list(self.extra_index_urls)
+        parts += [f"find-links {p}" for p in self.find_links]
+        if self.torch_backend and not self.no_index:
             parts.append(f"torch-family from https://download.pytorch.org/whl/{self.torch_backend}")
-        text = ", ".join(parts) + (" (offline)" if self.offline else "")
-        return strip_url_credentials(text)
+        text = ", ".join(parts) or "no index at all (--no-index, no --find-links)"
+        flags = [f for f, on in (("--no-index", self.no_index), ("offline", self.offline)) if on]
+        return strip_url_credentials(text + (f" ({', '.join(flags)})" if flags else ""))
 
 
 def torch_backend_for(variant: str) -> str | None:
@@ -100,7 +116,46 @@ def _uv(args: Sequence[str], timeout: float) -> Completed:
         raise UvError(str(exc)) from exc
 
 
-def home_python(version: str, home: str | None) -> str | None:
+# --- interpreters ---------------------------------------------------------------------------
+
+
+def interpreter_for(version: str, home: str | None, explicit: str | None = None) -> str:
+    """An interpreter for a venv of exactly ``version``: ``--python`` (a path, or a version
+    uv finds), else the locked venv's own base interpreter, else what ``uv python find``
+    finds, else pyenv's. None is a clear error saying what was tried and why it failed."""
+    if explicit:
+        return _explicit(explicit)
+    own = _home_python(version, home)
+    if own:
+        return own
+    done = _uv(["python", "find", "--no-python-downloads", f"=={version}"], timeout=60)
+    if done.returncode == 0 and done.stdout.strip():
+        return done.stdout.strip()
+    pyenv = _pyenv_python(version)
+    if pyenv:
+        return pyenv
+    why = _last(done.stderr) if done.stderr.strip() else "no interpreter of that version"
+    gone = f"the venv's base interpreter in {home} is gone; " if home else ""
+    raise EnvguardError(
+        f"no Python {version} interpreter found ({gone}uv python find: {why}; no pyenv "
+        f"version {version}), and the venv must be built with the locked version; install "
+        f"one (uv python install {version}) or pass --python PATH"
+    )
+
+
+def _explicit(given: str) -> str:
+    path = Path(given).expanduser()
+    if os.sep in given or path.exists():
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise EnvguardError(f"--python {given}: not an executable interpreter")
+        return str(path)
+    done = _uv(["python", "find", "--no-python-downloads", given], timeout=60)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise EnvguardError(f"--python {given}: uv python find found none ({_last(done.stderr)})")
+    return done.stdout.strip()
+
+
+def _home_python(version: str, home: str | None) -> str | None:
     """The locked venv's own base interpreter (pyvenv.cfg ``home``), if it is still there.
 
     Searching with ``uv python find`` queries every interpreter on PATH (a quarter second
@@ -112,25 +167,29 @@ def home_python(version: str, home: str | None) -> str | None:
     return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
-def find_python(version: str) -> str:
-    """The path of an interpreter of exactly ``version``, or a clear error."""
-    done = _uv(["python", "find", "--no-python-downloads", f"=={version}"], timeout=60)
-    if done.returncode != 0:
-        raise EnvguardError(
-            f"no Python {version} interpreter found, and the venv must be built with the locked "
-            f"version; install one (uv python install {version}) and run restore again"
-        )
-    return done.stdout.strip()
+def _pyenv_python(version: str) -> str | None:
+    """pyenv's build of ``version``: its shims can fail to run where its builds work."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    minor = ".".join(version.split(".")[:2])
+    candidate = root / "versions" / version / "bin" / f"python{minor}"
+    return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
-def create_venv(path: Path, python: str, prompt: str | None) -> None:
+def create_venv(
+    path: Path, python: str, prompt: str | None, *, system_site_packages: bool = False
+) -> None:
     """A relocatable venv, so that it works after being renamed into the target path."""
-    args = ["venv", "--quiet", "--relocatable", "--python", python, str(path)]
+    args = ["venv", "--quiet", "--relocatable", "--python", python]
     if prompt:
-        args[1:1] = ["--prompt", prompt]
-    done = _uv(args, timeout=300)
+        args += ["--prompt", prompt]
+    if system_site_packages:
+        args.append("--system-site-packages")
+    done = _uv([*args, str(path)], timeout=300)
     if done.returncode != 0:
         raise UvError(f"uv venv failed: {_last(done.stderr)}")
+
+
+# --- installs -------------------------------------------------------------------------------
 
 
 def sync(python: Path, requirements: Path, indexes: Indexes, timeout: float = 3600) -> None:
@@ -138,12 +197,31 @@ def sync(python: Path, requirements: Path, indexes: Indexes, timeout: float = 36
     args = ["pip", "sync", "--python", str(python), *indexes.argv(), str(requirements)]
     done = _uv(args, timeout=timeout)
     if done.returncode != 0:
-        missing = missing_packages(done.stderr)
-        where = indexes.describe()
-        if missing:
-            missing = _all_missing(python, requirements, indexes, missing)
-            raise UvError(f"uv could not find {', '.join(missing)} in {where}", missing)
-        raise UvError(f"uv pip sync failed (exit {done.returncode}): {_last(done.stderr)}")
+        _fail(
+            "uv pip sync",
+            done,
+            indexes,
+            lambda found: _all_missing(python, requirements, indexes, found),
+        )
+
+
+def _fail(
+    what: str,
+    done: Completed,
+    indexes: Indexes,
+    more: Callable[[list[str]], list[str]] | None = None,
+) -> None:
+    if _NO_NETWORK.search(done.stderr) and not indexes.offline:
+        raise UvError(
+            f"{what} could not reach {indexes.describe()}: {_last(done.stderr)}. No network? "
+            "Pass --find-links DIR with the wheels, and --offline"
+        )
+    missing = missing_packages(done.stderr)
+    if missing:
+        if more is not None:
+            missing = more(missing)
+        raise UvError(f"uv could not find {', '.join(missing)} in {indexes.describe()}", missing)
+    raise UvError(f"{what} failed (exit {done.returncode}): {_last(done.stderr)}")
 
 
 def _all_missing(
@@ -152,8 +230,10 @@ def _all_missing(
     """uv stops at the first pin it cannot find; dry-run without each one to name them all."""
     lines = requirements.read_text(encoding="utf-8").splitlines()
     rest = requirements.with_name("remaining.txt")
+    pinned = {_req_name(ln): ln.strip() for ln in lines}
     for _ in range(rounds):
-        lines = [ln for ln in lines if _req_name(ln) not in {n.lower() for n in found}]
+        gone = {_req_name(n) for n in found}
+        lines = [ln for ln in lines if _req_name(ln) not in gone]
         if not lines:
             break
         rest.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -162,11 +242,13 @@ def _all_missing(
         if not more:
             break
         found = [*found, *more]
-    return found
+    rest.unlink(missing_ok=True)
+    # each with the version the lock pins, as the requirements file has it
+    return [pinned.get(_req_name(n), n) if "==" not in n else n for n in found]
 
 
 def _req_name(line: str) -> str:
-    return re.split(r"[=<>!~ @\[;]", line.strip(), maxsplit=1)[0].lower()
+    return re.split(r"[=<>!~ @\[;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
 def compile_pylock(requirements: Path, output: Path, indexes: Indexes, python: str) -> None:
@@ -188,23 +270,20 @@ def compile_pylock(requirements: Path, output: Path, indexes: Indexes, python: s
     ]
     done = _uv(args, timeout=1800)
     if done.returncode != 0:
-        missing = missing_packages(done.stderr)
-        if missing:
-            raise UvError(
-                f"uv could not find {', '.join(missing)} in {indexes.describe()}", missing
-            )
-        raise UvError(f"uv pip compile failed (exit {done.returncode}): {_last(done.stderr)}")
+        _fail("uv pip compile", done, indexes)
 
 
 def missing_packages(stderr: str) -> list[str]:
+    """The pins uv says it could not find, as "name==version" where it says the version."""
     names: list[str] = []
     for pattern in _NOT_FOUND:
-        for name in pattern.findall(stderr):
-            if name not in names:
-                names.append(name)
+        for name, version in pattern.findall(stderr[:1_000_000]):
+            shown = f"{name}=={version}" if version else name
+            if not any(_req_name(n) == _req_name(shown) for n in names):
+                names.append(shown)
     return names
 
 
 def _last(stderr: str) -> str:
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    return " ".join(lines[-3:]) if lines else "(no output)"
+    return " ".join(lines[-3:])[:500] if lines else "(no output)"

@@ -17,6 +17,10 @@ def same(a: str, b: str) -> bool:
     return pa is not None and pa == pb
 
 
+def valid(text: str) -> bool:
+    return len(text) <= 200 and _parse(text) is not None
+
+
 def newer(old: str, new: str) -> bool | None:
     """True for an upgrade, False for a downgrade, None when either does not parse."""
     po, pn = _parse(old), _parse(new)

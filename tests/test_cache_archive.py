@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from envguard import cache_archive, lockfile, snapshot
+from envguard import lockfile, snapshot
 from envguard.errors import NotRestored
 from envguard.model import PackageBuild
+from envguard.restore import cache_archive
 from tests.conftest import make_venv
 
 
@@ -31,7 +32,7 @@ def test_round_trip_into_a_fresh_cache_dir(saved, tmp_path: Path, monkeypatch) -
     assert archive.name == "train.envguard-caches.tar.gz" and size == archive.stat().st_size
     target = tmp_path / "fresh-inductor"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(target))
-    unpacked = cache_archive.restore(lock, snapshot.take(venv, with_code=False))
+    unpacked = cache_archive.restore(lock, snap, snapshot.take(venv, with_code=False))
     assert [(u.kind, u.files) for u in unpacked] == [("inductor", 108)]
     again = snapshot.take(venv, with_code=False)
     inductor = next(c for c in again.caches if c.kind == "inductor")
@@ -57,9 +58,9 @@ def test_refuses_for_another_torch(saved) -> None:
         match=r"would not be reused here: torch 2.11.0\+cu130 \(cache\) vs "
         r"2.11.0\+cu128 \(here\); CUDA 13.0 \(cache\) vs 12.8 \(here\)\. Nothing",
     ):
-        cache_archive.restore(lock, dataclasses.replace(snap, torch=other))
+        cache_archive.restore(lock, snap, dataclasses.replace(snap, torch=other))
     same = dataclasses.replace(other, version="2.11.0+cu130", cuda="13.0", variant="cu130")
-    assert cache_archive.restore(lock, dataclasses.replace(snap, torch=same))
+    assert cache_archive.restore(lock, snap, dataclasses.replace(snap, torch=same))
 
 
 def _evil_archive(lock: Path, member: tarfile.TarInfo, data: bytes = b"x") -> None:
@@ -82,7 +83,7 @@ def test_path_traversal_is_refused(saved, tmp_path: Path, monkeypatch, name: str
     _evil_archive(lock, tarfile.TarInfo(name))
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "t"))
     with pytest.raises(NotRestored, match="outside"):
-        cache_archive.restore(lock, snap)
+        cache_archive.restore(lock, snap, snap)
     assert not (tmp_path / "escaped").exists()
 
 
@@ -93,5 +94,5 @@ def test_links_are_refused(saved, tmp_path: Path, monkeypatch) -> None:
     _evil_archive(lock, link)
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "t"))
     with pytest.raises(NotRestored, match="links and devices"):
-        cache_archive.restore(lock, snap)
+        cache_archive.restore(lock, snap, snap)
     assert not (tmp_path / "t" / "fxgraph" / "link").exists()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from envguard import checkout
 from envguard.errors import NotRestored
 from envguard.probes import code
+from envguard.restore import checkout
 from tests.conftest import git
 
 

@@ -182,7 +182,7 @@ def test_restore_without_yes_in_a_script(venv: Path, tmp_path: Path) -> None:
     lock = tmp_path / "l.envguard.toml"
     assert envguard("snapshot", "--venv", str(venv), "-o", str(lock), "-q").returncode == 0
     done = subprocess.run(
-        [sys.executable, "-m", "envguard", "restore", str(lock)],
+        [sys.executable, "-m", "envguard", "restore", str(lock), "--rebuild"],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,

@@ -32,7 +32,7 @@ H200_WHEELS = [
 
 def test_reads_the_wheel_headers_torch_loads(tmp_path: Path) -> None:
     stack, warnings = cuda.probe(
-        _site(tmp_path / "site", H200_SITE), H200_WHEELS, torch_cuda="13.0", system_roots=()
+        (_site(tmp_path / "site", H200_SITE),), H200_WHEELS, torch_cuda="13.0", system_roots=()
     )
     assert stack.runtime and (stack.runtime.version, stack.runtime.wheel) == (
         "13.0",
@@ -58,7 +58,7 @@ def test_flags_a_system_cudnn_that_differs(tmp_path: Path) -> None:
     libdir.mkdir(parents=True)
     (libdir / "libcudnn.so.9.14.0").write_bytes(b"")
     stack, warnings = cuda.probe(
-        _site(tmp_path / "site", H200_SITE),
+        (_site(tmp_path / "site", H200_SITE),),
         H200_WHEELS,
         torch_cuda="13.0",
         system_roots=[str(system)],
@@ -73,7 +73,7 @@ def test_same_release_is_not_flagged(tmp_path: Path) -> None:
     system.mkdir()
     (system / "version.json").write_text('{"cuda": {"version": "13.0.88"}}')
     _, warnings = cuda.probe(
-        _site(tmp_path / "site", H200_SITE),
+        (_site(tmp_path / "site", H200_SITE),),
         H200_WHEELS,
         torch_cuda="13.0",
         system_roots=[str(system)],
@@ -87,8 +87,8 @@ def test_cu12_and_cu13_side_by_side_follow_torch(tmp_path: Path) -> None:
         {**H200_SITE, "nvidia/cuda_runtime/include/cuda_runtime_api.h": cudart_header(12080)},
     )
     dists = [*H200_WHEELS, Distribution(name="nvidia-cuda-runtime-cu12", version="12.8.90")]
-    old, _ = cuda.probe(site, dists, torch_cuda="12.8", system_roots=())
-    new, _ = cuda.probe(site, dists, torch_cuda="13.0", system_roots=())
+    old, _ = cuda.probe((site,), dists, torch_cuda="12.8", system_roots=())
+    new, _ = cuda.probe((site,), dists, torch_cuda="13.0", system_roots=())
     assert old.runtime and (old.runtime.version, old.runtime.wheel) == (
         "12.8",
         "nvidia-cuda-runtime-cu12",
@@ -97,7 +97,7 @@ def test_cu12_and_cu13_side_by_side_follow_torch(tmp_path: Path) -> None:
 
 
 def test_no_cuda_at_all(tmp_path: Path) -> None:
-    stack, warnings = cuda.probe(tmp_path, [], system_roots=())
+    stack, warnings = cuda.probe((tmp_path,), [], system_roots=())
     assert (stack.runtime, stack.cudnn, stack.nccl, stack.wheels) == (None, None, None, {})
     assert warnings == ()
 

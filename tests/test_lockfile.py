@@ -31,19 +31,26 @@ else:
     import tomli as tomllib
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
-NAME = st.from_regex(r"[a-z][a-z0-9-]{0,15}", fullmatch=True)
+LINE = st.text(
+    st.characters(exclude_categories=("Cs",), exclude_characters="\n\r\x00"), max_size=30
+)
+NAME = st.from_regex(r"[a-z][a-z0-9-]{0,15}[a-z0-9]", fullmatch=True)
+VERSION = st.from_regex(
+    r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}(\.dev[0-9])?(\+[a-z0-9]{1,6})?", fullmatch=True
+)
+URL = st.from_regex(r"(https|file|git\+https)://[a-z0-9./_-]{1,30}", fullmatch=True)
 INT = st.integers(0, 2**62)
 
 DISTS = st.lists(
     st.builds(
         Distribution,
         name=NAME,
-        version=TEXT,
+        version=VERSION,
         installer=TEXT,
         requested=st.booleans(),
         installed_at=TEXT,
-        direct_url=st.none() | TEXT,
-        requires=st.tuples(TEXT, TEXT),
+        direct_url=st.none() | URL,
+        requires=st.tuples(LINE, LINE),
         problem=st.none() | TEXT,
     ),
     max_size=4,
@@ -54,17 +61,23 @@ SNAPSHOTS = st.builds(
     taken_at=TEXT,
     envguard_version=TEXT,
     venv=st.builds(VenvInfo, path=TEXT, kind=TEXT, creator=st.none() | TEXT),
-    python=st.builds(PythonInfo, version=TEXT, implementation=TEXT, abi=TEXT, site_packages=TEXT),
+    python=st.builds(
+        PythonInfo,
+        version=st.from_regex(r"3\.[0-9]{1,2}\.[0-9]{1,2}", fullmatch=True),
+        implementation=TEXT,
+        abi=TEXT,
+        site_packages=TEXT,
+    ),
     host=st.builds(
         HostInfo, hostname=TEXT, os=TEXT, kernel=TEXT, machine=TEXT, cpu_count=INT, memory_bytes=INT
     ),
     torch=st.none()
     | st.builds(
         PackageBuild,
-        name=TEXT,
-        version=TEXT,
+        name=NAME,
+        version=VERSION,
         metadata_version=TEXT,
-        variant=TEXT,
+        variant=st.sampled_from(["", "cu128", "cpu", "rocm6.4", "xpu"]),
         index_url=TEXT,
         source=TEXT,
         debug=st.none() | st.booleans(),

@@ -160,7 +160,7 @@ def test_pins_uv_cannot_find_are_named(tmp_path: Path, good) -> None:
     for wheel in (tmp_path / "before").glob("*.whl"):
         if not wheel.name.startswith(("numpy", "tokenizers")):
             (partial / wheel.name).write_bytes(wheel.read_bytes())
-    done = _restore(lock, partial)
+    done = _restore(lock, partial, "--rebuild")
     assert done.returncode == 1
     assert "uv could not find" in done.stderr and str(partial) in done.stderr
     assert "numpy" in done.stderr and "tokenizers" in done.stderr
@@ -174,7 +174,7 @@ def test_concurrent_restore_refuses(tmp_path: Path, good) -> None:
         fh.write("4242")
         fh.flush()
         fcntl.flock(fh, fcntl.LOCK_EX)
-        done = _restore(lock, house)
+        done = _restore(lock, house, "--rebuild")
     assert done.returncode == 1 and "another envguard restore" in done.stderr
     assert "pid 4242" in done.stderr
 
@@ -184,9 +184,9 @@ def test_refuses_while_in_use(tmp_path: Path, good) -> None:
     user = subprocess.Popen([str(venv / "bin" / "python"), "-c", "import time; time.sleep(60)"])
     try:
         time.sleep(0.3)
-        done = _restore(lock, house)
+        done = _restore(lock, house, "--rebuild")
         assert done.returncode == 1 and f"pid {user.pid}" in done.stderr
-        forced = _restore(lock, house, "--force")
+        forced = _restore(lock, house, "--rebuild", "--force")
         assert forced.returncode == 0, forced.stderr
     finally:
         user.kill()
@@ -228,7 +228,7 @@ def test_kill_9_during_install_then_next_restore_cleans_up(tmp_path: Path, good)
     assert _importable(venv) == "2.11.0+cu130"
     done = _restore(lock, house)
     assert done.returncode == 0, done.stderr
-    assert "recovered: an earlier restore" in done.stdout and "half-built" in done.stdout
+    assert "recovered: an earlier restore" in done.stdout and "unfinished venv" in done.stdout
     assert not [n for n in _siblings(venv) if "envguard-new" in n or "restore.json" in n]
     assert _importable(venv) == "2.11.0+cu128"
 
@@ -307,5 +307,5 @@ def test_index_credentials_never_reach_the_plan_or_errors(tmp_path: Path, good) 
     plan = envguard("restore", str(lock), "--dry-run", "--json", "--index-url", url)
     assert plan.returncode == 0 and secret not in plan.stdout + plan.stderr
     assert "https://127.0.0.1:9/simple" in plan.stdout
-    failed = envguard("restore", str(lock), "--yes", "--offline", "--index-url", url)
+    failed = envguard("restore", str(lock), "--yes", "--rebuild", "--offline", "--index-url", url)
     assert failed.returncode == 1 and secret not in failed.stdout + failed.stderr

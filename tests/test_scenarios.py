@@ -565,3 +565,266 @@ def test_a_nightly_torch_with_pytorch_triton_keeps_its_cache(
     code, _, err = invoke("restore", str(project.lock), "--cache", env=project.activated())
     assert code == 0, err
     assert (project.cache / "fxgraph").is_dir()
+
+
+# ---------------------------------------------------------------------------------------------
+# Found by an adversarial review: each of these was wrong once.
+
+
+def test_fleet_and_two_lockfiles_judge_a_committed_lock_as_diff_does(project: Project) -> None:
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    node = project.root.parent / "nodes" / "n1.envguard.toml"
+    project.snapshot("-o", str(node))
+    code, out, err = invoke("fleet", str(project.lock), str(node.parent))
+    assert code == 0, out + err
+    code, out, err = invoke("diff", str(project.lock), str(node), "--json")
+    assert code == 0, out
+
+
+def test_a_change_inside_a_dirty_submodule(project: Project, tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    (lib / "layers.py").write_text("A = 1\n")
+    git(lib, "add", ".")
+    git(lib, "commit", "-q", "-m", "lib")
+    git(project.root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    project.commit("add lib")
+    (project.root / "lib" / "layers.py").write_text("A = 2\n")
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    assert project.verdict().found() == set()
+    (project.root / "lib" / "layers.py").write_text("A = 3\n")
+    assert project.verdict().found() == {("critical", "code", "lib")}
+
+
+@pytest.mark.parametrize("setting", ["log", "diff"])
+def test_the_users_diff_submodule_setting_changes_nothing(project: Project, setting) -> None:
+    project.write("model.py", "def forward(x):\n    return 2 * x\n")
+    git(project.root, "config", "diff.submodule", setting)
+    project.snapshot()
+    project.write("train.py", "import model\n\nmodel.forward(3)\n")
+    assert project.verdict().found() == {("critical", "code", "train.py")}
+
+
+def test_a_worktree_of_the_repository_is_compared_not_the_original(
+    project: Project, monkeypatch
+) -> None:
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    worktree = project.root.parent / "ablation"
+    git(project.root, "worktree", "add", "-q", "-b", "ablation", str(worktree))
+    (worktree / "model.py").write_text("def forward(x):\n    return 0 * x\n")
+    monkeypatch.chdir(worktree)
+    v = project.verdict(str(project.lock))
+    assert v.found() == {("critical", "code", "model.py")}
+
+
+def test_a_file_name_that_is_not_utf8(project: Project) -> None:
+    project.snapshot()
+    (project.root / os.fsdecode(b"caf\xe9.py")).write_text("x = 1\n")
+    v = project.verdict()
+    assert v.found() == set() and any("caf" in c["subject"] for c in v.changes)
+
+
+def test_what_torch_compile_sets_in_its_own_process(project: Project) -> None:
+    project.snapshot(env={"TORCHINDUCTOR_CACHE_DIR": None, "TRITON_CACHE_DIR": None})
+    env = {
+        "TORCHINDUCTOR_CACHE_DIR": "/tmp/torchinductor_root",
+        "TRITON_CACHE_DIR": "/tmp/torchinductor_root/triton/0",
+    }
+    found = project.verdict(env=env, guard=False).found("info")
+    assert not {c for c in found if c[1] == "env"}
+
+
+@pytest.mark.parametrize(
+    "name", ["CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED", "ACCELERATE_MIXED_PRECISION",
+             "NVTE_FLASH_ATTN", "MKL_NUM_THREADS", "XLA_FLAGS", "CUDNN_LOGINFO_DBG"],
+)  # fmt: skip
+def test_training_variables_are_warnings(project: Project, name: str) -> None:
+    project.snapshot(env={name: None})
+    assert project.verdict(env={name: "1"}).found() == {("warning", "env", name)}
+
+
+def test_under_slurm_each_rank_has_its_own_gpus(project: Project) -> None:
+    slurm = {"SLURM_JOB_ID": "42", "SLURM_PROCID": "0", "CUDA_VISIBLE_DEVICES": "0"}
+    project.snapshot(env=slurm)
+    v = project.verdict(env={**slurm, "SLURM_PROCID": "1", "CUDA_VISIBLE_DEVICES": "1"})
+    assert v.found() == set()
+
+
+def test_more_than_500_committed_files_and_one_model_change(project: Project) -> None:
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    for i in range(520):
+        project.write(f"fleet/gpu-{i:03d}.envguard.toml", f"# {i}\n")
+    project.write("model.py", "def forward(x):\n    return 2 * x\n")
+    project.commit("many")
+    assert project.verdict().found() == {("critical", "code", "model.py")}
+
+
+def test_a_lock_with_another_name_committed_and_an_export(project: Project) -> None:
+    project.snapshot("-o", "env.lock.toml")
+    project.lock = project.root / "env.lock.toml"
+    project.write("pylock.toml", "lock-version = '1.0'\n")
+    project.commit("lock and export")
+    assert project.verdict("env.lock.toml").found() == set()
+
+
+def test_envguard_settings_added_to_pyproject_but_not_committed(project: Project) -> None:
+    project.write("pyproject.toml", '[project]\nname = "train"\nversion = "1"\n')
+    project.commit("pyproject")
+    project.snapshot()
+    project.write(
+        "pyproject.toml", '[project]\nname = "train"\nversion = "1"\n\n[tool.envguard]\nx = 1\n'
+    )
+    assert project.verdict().found() == set()
+
+
+def test_a_mode_change_documentation_and_a_committed_venv(project: Project) -> None:
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    (project.root / "train.py").chmod(0o755)
+    project.write("README.md", "# notes\n")
+    (project.venv / ".gitignore").unlink()  # a venv that git does not ignore, committed
+    project.commit("docs and venv")
+    v = project.verdict()
+    assert v.found() == set()
+    assert ("info", "code", "README.md") in v.found("info")
+
+
+def test_a_repository_without_commits(house: Path, tmp_path: Path, monkeypatch) -> None:
+    from tests.project import new_project
+
+    project = new_project(tmp_path, house)
+    shutil.rmtree(project.root / ".git")
+    git(project.root, "init", "-q", "-b", "main")
+    monkeypatch.chdir(project.root)
+    project.snapshot()
+    project.write("model.py", "def forward(x):\n    return 5 * x\n")
+    assert project.verdict().found() == {("critical", "code", "model.py")}
+    project.write("model.py", "def forward(x):\n    return x\n")
+    git(project.root, "add", "model.py", "train.py", "data.py")
+    git(project.root, "commit", "-q", "-m", "first commit of the snapshotted code")
+    assert project.verdict().found() == set()
+
+
+def test_the_locks_repository_is_not_here(project: Project, tmp_path: Path, monkeypatch) -> None:
+    project.snapshot()
+    elsewhere = tmp_path / "moved"
+    project.root.rename(elsewhere)
+    monkeypatch.chdir(tmp_path)
+    v = project.verdict(
+        str(elsewhere / "lockfiles" / "train.envguard.toml"),
+        "--venv", str(elsewhere / ".venv"), guard=False,
+    )  # fmt: skip
+    assert v.found() == {("warning", "code", "repository")}
+
+
+def test_an_untracked_file_changed_in_place_and_a_crlf_patch(project: Project) -> None:
+    project.write("big.bin", "x" * 20000)
+    project.snapshot()
+    project.write("big.bin", "y" * 20000)
+    (project.root / "model.py").write_bytes(b"def forward(x):\r\n    return 3 * x\r\n")
+    code, out, _ = invoke("diff", "--show-patch", env=project.activated())
+    assert code == 1 and "return 3 * x" in out
+    assert ("info", "code", "big.bin") in project.verdict().found("info")
+
+
+def test_a_base_interpreter_replaced_by_another_version(project: Project, tmp_path: Path) -> None:
+    home = tmp_path / "usr" / "bin"  # a distro's /usr/bin: python3 -> python3.X
+    home.mkdir(parents=True)
+    real = Path(os.path.realpath(project.venv / "bin" / "python"))
+    minor = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    (home / f"python{minor}").symlink_to(real)
+    (home / "python3").symlink_to(f"python{minor}")
+    python = project.venv / "bin" / "python"
+    python.unlink()
+    python.symlink_to(home / "python3")
+    project.snapshot()
+    (home / "python3.99").symlink_to(real)  # the distro upgrade re-points python3
+    (home / "python3").unlink()
+    (home / "python3").symlink_to("python3.99")
+    v = project.verdict(guard=False)
+    assert v.found() == {("critical", "python", "interpreter")}
+    assert "now runs Python 3.99" in v.one("interpreter")["why"]
+
+
+def test_guard_judges_only_the_areas_asked(project: Project) -> None:
+    import envguard
+    from envguard.runtime_guard import DriftError
+
+    project.snapshot()
+    os.environ["NCCL_ALGO"] = "Tree"
+    try:
+        envguard.guard(project.lock, venv=project.venv, fail_on="warning", only=["torch"])
+        with pytest.raises(DriftError):
+            envguard.guard(project.lock, venv=project.venv, fail_on="warning", only=["env"])
+    finally:
+        del os.environ["NCCL_ALGO"]
+
+
+def test_preflight_of_a_wheel_file_and_of_another_venvs_pip(project: Project, tmp_path) -> None:
+    wheels = tmp_path / "wheels"
+    build_wheel(
+        wheels, "torch", "2.12.0+cu128",
+        files={**incident.TORCH_PACKAGE,
+               "torch/version.py": torch_version_py("2.12.0+cu128", "12.8", "e" * 40)},
+    )  # fmt: skip
+    wheel = next(wheels.glob("torch-*.whl"))
+    argv = [uv_bin(), "pip", "install", "--offline", "--no-deps", str(wheel)]
+    code, doc, err = _forecast(project, *argv, env=project.activated())
+    assert code == 1, err
+    assert any(c["subject"] == "torch" and c["new"] == "2.12.0+cu128"
+               for c in doc["result"]["changes"])  # fmt: skip
+    scratch = make_venv(tmp_path / "scratch")
+    pip = [str(scratch / "bin" / "python"), "-m", "pip", "install", "harmless"]
+    code, _, err = invoke("preflight", "--venv", str(project.venv), "--", *pip)
+    assert code == 2 and f"targets {scratch}" in err
+
+
+def test_torch_inherited_from_the_base_interpreter(project: Project, tmp_path: Path) -> None:
+    """An NGC-style container: torch and its CUDA wheels live in the base interpreter's
+    site-packages, and the training venv sees them through --system-site-packages."""
+    base = make_venv(tmp_path / "base")  # stands in for the container's Python prefix
+    incident.install(base, project.house, "torch==2.11.0+cu128")
+    shutil.rmtree(project.venv)
+    subprocess.run([uv_bin(), "venv", "-q", "--system-site-packages", "--python",
+                    str(_base_python()), str(project.venv)], check=True)  # fmt: skip
+    cfg = project.venv / "pyvenv.cfg"
+    cfg.write_text("".join(
+        f"home = {base / 'bin'}\n" if line.startswith("home") else line + "\n"
+        for line in cfg.read_text().splitlines()
+    ))  # fmt: skip
+    project.install("transformers==5.6.0", "--no-deps")
+    project.snapshot()
+    locked = lockfile.read(project.lock)
+    assert locked.torch and locked.torch.version == "2.11.0+cu128"
+    assert locked.cuda.runtime and locked.cuda.runtime.version == "12.8"
+    incident.install(base, project.house, "needs-new-torch")  # the image's torch moves
+    v = project.verdict(guard=False)
+    assert {("critical", "torch", "torch"), ("critical", "cuda", "CUDA runtime")} <= v.found()
+
+
+def test_torch_that_loads_the_systems_cuda(project: Project, tmp_path: Path) -> None:
+    """A torch built against the system's CUDA (no nvidia wheels): the system's libraries
+    are the ones it loads, so they are judged like the wheels'."""
+    cuda_home = tmp_path / "cuda"
+    (cuda_home / "include").mkdir(parents=True)
+    (cuda_home / "version.json").write_text('{"cuda": {"version": "12.8.93"}}')
+    (cuda_home / "include" / "cudnn_version.h").write_text(
+        "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 7\n#define CUDNN_PATCHLEVEL 1\n"
+    )
+    shutil.rmtree(project.venv)
+    make_venv(project.venv)
+    project.install("--no-deps", "torch==2.11.0+cu128")
+    env = {"CUDA_HOME": str(cuda_home)}
+    project.snapshot(env=env)
+    (cuda_home / "include" / "cudnn_version.h").write_text(
+        "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 8\n#define CUDNN_PATCHLEVEL 0\n"
+    )
+    v = project.verdict(env=env, guard=False)
+    cudnn = v.one("cuDNN")
+    assert (cudnn["severity"], cudnn["old"], cudnn["new"]) == ("warning", "9.7.1", "9.8.0")
+    assert "torch loads the system's copy" in cudnn["why"]

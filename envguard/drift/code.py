@@ -2,30 +2,49 @@
 
 A file's content then is its dirty blob in the lock, else its blob at the lock's commit; now
 it is its dirty blob, else its blob at HEAD. Only files whose content differs are drift, so
-committing the lockfile, or committing a dirty change exactly as it was, is not.
+committing the lockfile, or committing a dirty change exactly as it was, is not. Files that
+cannot change a run (documentation, the repository's own metadata) are shown as info.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import fnmatch
+from collections.abc import Callable, Iterator
 
-from envguard import catalog
 from envguard.drift.report import Change
-from envguard.model import ChangedFile, CodeState, HeadMove, MovedFile
+from envguard.model import ChangedFile, CodeState, HeadMove, MovedFile, UntrackedFile
+
+# Files a training run does not read: documentation and the repository's own metadata.
+_NOT_RUN = (
+    "*.md", "*.rst", "*.adoc", "LICENSE*", "COPYING*", "AUTHORS*", "CHANGELOG*", "NOTICE*",
+    ".gitignore", ".gitattributes", ".mailmap", ".github/*", ".gitlab-ci.yml",
+    ".pre-commit-config.yaml", "docs/*",
+)  # fmt: skip
 
 
 def changes(a: CodeState | None, b: CodeState | None) -> Iterator[Change]:
     if a is None or b is None:
-        if a is not b:
+        if a is not None:
+            yield Change(
+                severity="warning",
+                area="code",
+                subject="repository",
+                old=a.root,
+                new="not found here",
+                why="the lock's repository is not here, so its code was not compared: "
+                "run in the repository, or pass --repo",
+            )
+        elif b is not None:
             yield Change(
                 severity="info",
                 area="code",
                 subject="repository",
-                old=a.root if a else "not captured",
-                new=b.root if b else "not captured",
-                why="code state can only be compared when both sides captured it",
+                old="not captured",
+                new=b.root,
+                why="the lock recorded no repository: its code cannot be compared",
             )
         return
+    own = _owner(a, b)
     if a.head == b.head:
         if a.branch != b.branch:
             yield Change(
@@ -36,13 +55,22 @@ def changes(a: CodeState | None, b: CodeState | None) -> Iterator[Change]:
                 new=b.branch or "detached",
                 why="same commit, another branch name",
             )
-        yield from _files(a, b, None)
+        yield from _files(a, b, None, own)
     elif b.since is not None and b.since.found:
-        yield from _moved_head(a, b, b.since)
+        yield from _moved_head(a, b, b.since, own)
     else:
         yield _unknown_head(a, b)
-        yield from _files(a, b, None)
-    yield from _untracked(a, b)
+        yield from _files(a, b, None, own)
+    yield from _untracked(a, b, own)
+
+
+def _owner(a: CodeState, b: CodeState) -> Callable[[str], bool]:
+    return lambda path: a.is_own(path) or b.is_own(path)
+
+
+def _not_run(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(path, p) or fnmatch.fnmatchcase(name, p) for p in _NOT_RUN)
 
 
 def _unknown_head(a: CodeState, b: CodeState) -> Change:
@@ -63,23 +91,25 @@ def _unknown_head(a: CodeState, b: CodeState) -> Change:
     )
 
 
-def _moved_head(a: CodeState, b: CodeState, since: HeadMove) -> Iterator[Change]:
-    differing = list(_files(a, b, since))
-    own = [m.path for m in since.files if m.own]
-    code = [m.path for m in since.files if not m.own]
-    if not code and not since.omitted:
-        what = "only envguard's own files" if own else "no file"
-        why = f"moved by commits that changed {what}" + (f" ({_list(own)})" if own else "")
+def _moved_head(
+    a: CodeState, b: CodeState, since: HeadMove, own: Callable[[str], bool]
+) -> Iterator[Change]:
+    differing = list(_files(a, b, since, own))
+    mine = [m.path for m in since.files if m.own or own(m.path)]
+    code = [m.path for m in since.files if not (m.own or own(m.path))]
+    if not code:
+        what = "only envguard's own files" if mine else "no file"
+        why = f"moved by commits that changed {what}" + (f" ({_list(mine)})" if mine else "")
     else:
-        n = len(code) + since.omitted
-        why = f"{n} file{'s' if n != 1 else ''} changed by commits since: {_list(code)}"
-        if not differing:
+        why = f"{len(code)} file{'s' if len(code) != 1 else ''} changed by commits since: "
+        why += _list(code)
+        if not [c for c in differing if c.severity == "critical"]:
             why += "; the working tree has the snapshot's code all the same"
     yield Change(
         severity="info",
         area="code",
         subject="git HEAD",
-        old=a.head[:12],
+        old=a.head[:12] or "no commits",
         new=b.head[:12] + (f" on {b.branch}" if b.branch else " (detached)"),
         why=why,
     )
@@ -91,31 +121,39 @@ def _list(paths: list[str], most: int = 4) -> str:
     return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
 
 
-def _files(a: CodeState, b: CodeState, since: HeadMove | None) -> Iterator[Change]:
+def _files(
+    a: CodeState, b: CodeState, since: HeadMove | None, own: Callable[[str], bool]
+) -> Iterator[Change]:
     then = {f.path: f for f in a.changed}
+    if not a.head and b.head:  # a first commit since: the untracked files then were the code
+        then.update({u.path: _as_changed(u) for u in a.untracked if u.blob and u.path not in then})
     now = {f.path: f for f in b.changed}
     moved = {m.path: m for m in since.files} if since else {}
     sections = b.file_patches()
     for path in sorted(set(then) | set(now) | set(moved)):
-        if catalog.is_own_file(path) or (path in moved and moved[path].own):
+        if own(path) or (path in moved and moved[path].own):
             continue
         x, y, m = then.get(path), now.get(path), moved.get(path)
         if not _differs(x, y, m):
             continue
         yield Change(
-            severity="critical",
+            severity="info" if _not_run(path) else "critical",
             area="code",
             subject=path,
             old=_stat(x) if x else "clean",
             new=_stat(y) if y else ("committed" if m else "clean"),
-            why=_why(path, x, y, m),
+            why=_why(path, x, y, m) + ("; not read by a run" if _not_run(path) else ""),
             patch=sections.get(path, "") if y else (m.patch if m else ""),
         )
 
 
+def _as_changed(u: UntrackedFile) -> ChangedFile:
+    return ChangedFile(path=u.path, added=0, removed=0, sha256="", blob=u.blob)
+
+
 def _differs(x: ChangedFile | None, y: ChangedFile | None, m: MovedFile | None) -> bool:
     if not all(f.blob or f.base_blob for f in (x, y) if f is not None):
-        # no blob ids (a mode change, a hand-made lock): the patch sections decide
+        # no blob ids (a hand-made lock): the patch sections decide
         return x is None or y is None or x.sha256 != y.sha256
     then, now = _blob(x, m, then=True), _blob(y, m, then=False)
     base = (x.base_blob if x else y.base_blob if y else "") if m is None else ""
@@ -165,19 +203,29 @@ def _stat(f: ChangedFile | None) -> str:
     return "binary" if f.added < 0 else f"+{f.added} −{f.removed}"
 
 
-def _untracked(a: CodeState, b: CodeState) -> Iterator[Change]:
-    x = {f.path: f for f in a.untracked if not catalog.is_own_file(f.path)}
-    y = {f.path: f for f in b.untracked if not catalog.is_own_file(f.path)}
+def _untracked(a: CodeState, b: CodeState, own: Callable[[str], bool]) -> Iterator[Change]:
+    x = {f.path: f for f in a.untracked if not own(f.path)}
+    y = {f.path: f for f in b.untracked if not own(f.path)}
+    unversioned = not a.head and not b.head  # a repository without commits: this is the code
     for path in sorted(set(x) | set(y)):
         fx, fy = x.get(path), y.get(path)
-        if fx and fy and (fx.size, fx.content) == (fy.size, fy.content):
+        if fx and fy and _same_untracked(fx, fy):
             continue
         state = "new" if fx is None else "gone" if fy is None else "changed"
+        severe = unversioned and state != "new" and not _not_run(path)
         yield Change(
-            severity="info",
+            severity="critical" if severe else "info",
             area="code",
             subject=path,
             old=f"{fx.size} B" if fx else "absent",
             new=f"{fy.size} B" if fy else "absent",
-            why=f"untracked file {state}; git does not version it",
-        )
+            why=f"untracked file {state}; "
+            + ("the repository has no commits, so this is the code" if severe else
+               "git does not version it"),
+        )  # fmt: skip
+
+
+def _same_untracked(fx: UntrackedFile, fy: UntrackedFile) -> bool:
+    if fx.blob and fy.blob:
+        return fx.blob == fy.blob
+    return (fx.size, fx.content) == (fy.size, fy.content)

@@ -1,15 +1,21 @@
-"""The training code's state through GitPython: HEAD, branch, remote, the dirty patch itself.
+"""The training code's state through git: HEAD, branch, remote, the dirty patch itself.
 
-Taken against a lock (``base``), it also records what changed between the lock's commit and
-HEAD, file by file with git's blob ids, so that drift can tell "the lockfile was committed"
-(not drift) from "the training script was committed" (drift), and a dirty change that was
-since committed as is from one that was not.
+Each dirty file is recorded with git's blob ids (its content now, and at HEAD), so that its
+content, not its neighbours or git's settings, says whether it changed. Taken against a lock
+(``base``), the snapshot also records each file that changed between the lock's commit and
+HEAD: drift can then tell "the lockfile was committed" (not drift) from "the training script
+was committed" (drift), and a dirty change committed as is from one that was not.
+
+Every git command runs through :mod:`envguard._git`, with the settings that change a patch's
+bytes pinned (``_git.PATCH_CONFIG``): one machine's ``diff.submodule=log`` must not change
+what another reads.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,6 +29,7 @@ from envguard.model import (
     MovedFile,
     UntrackedFile,
     section_facts,
+    section_path,
     split_patch,
 )
 from envguard.redact import is_secret_name, redact_text, strip_url_credentials
@@ -30,10 +37,13 @@ from envguard.redact import is_secret_name, redact_text, strip_url_credentials
 MAX_UNTRACKED = 500
 MAX_CONTENT = 16 * 1024
 MAX_CONTENT_TOTAL = 256 * 1024  # keeps a lockfile reviewable when a repo has many scratch files
-MAX_MOVED = 500
+MAX_HASHED = 64 << 20  # untracked files larger than this are compared by size alone
 MAX_MOVED_PATCHES = 50
 MAX_MOVED_PATCH = 64 * 1024
-_DIFF = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
+_DIFF = (
+    "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+    "--submodule=short", "--ignore-submodules=none",
+)  # fmt: skip
 _PATCH = ("--binary", "--full-index")
 _SECRET_FILES = (".env", ".netrc", ".pypirc", ".npmrc", "id_rsa", "id_ed25519")
 PROJECT_CONFIG = "pyproject.toml"
@@ -45,18 +55,21 @@ def probe(
     required: bool,
     base: str | None = None,
     exclude: Iterable[Path] = (),
+    own: Iterable[Path] = (),
 ) -> tuple[CodeState | None, tuple[str, ...]]:
     """``base``: the lock's commit, to record what changed since; ``exclude``: folders inside
-    the repository that are not code (the venv itself, when it lives there)."""
+    the repository that are not code (the venv, when it lives there); ``own``: files that are
+    envguard's whatever their name (the lockfile compared with)."""
     repo = _git.open_repo(path, required=required)
     if repo is None:
         return None, ()
     head = _head(repo)
-    # --full-index: each file's blob ids, which say whether its content changed
+    root = Path(repo.working_tree_dir)
+    skip = _relative(root, exclude, folder=True)
+    own_paths = _relative(root, own, folder=False)
     raw = _git.run(repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, *_PATCH, *_DIFF)
     patch, encoding, redacted = _encode_patch(raw)
-    root = Path(repo.working_tree_dir)
-    untracked, omitted = _untracked(repo, root, _relative_dirs(root, exclude))
+    untracked, omitted = _untracked(repo, root, skip, own_paths)
     state = CodeState(
         root=str(root),
         head=head,
@@ -66,10 +79,11 @@ def probe(
         patch_sha256=hashlib.sha256(patch.encode()).hexdigest() if patch else "",
         patch=patch,
         patch_encoding=encoding,
-        changed=_changed_files(repo, head, _stored_bytes(patch, encoding)),
+        changed=_changed_files(repo, root, head, raw, skip),
         untracked=untracked,
         untracked_omitted=omitted,
-        since=_since(repo, base, head) if base is not None and head else None,
+        since=_since(repo, base, head, skip) if base is not None and head else None,
+        own=own_paths,
     )
     warn = (f"code: {redacted} secret-looking line(s) of the uncommitted patch redacted",)
     return state, warn if redacted else ()
@@ -114,19 +128,32 @@ def _encode_patch(raw: bytes) -> tuple[str, str, int]:
     return text, "utf-8", changed
 
 
-def _stored_bytes(patch: str, encoding: str) -> bytes:
-    return base64.b64decode(patch) if encoding == "base64" else patch.encode("utf-8")
-
-
-def _changed_files(repo: Any, head: str, patch: bytes) -> tuple[ChangedFile, ...]:
+def _changed_files(
+    repo: Any, root: Path, head: str, raw: bytes, skip: tuple[str, ...]
+) -> tuple[ChangedFile, ...]:
+    """Each dirty file: +/- lines, its section's hash and its blob ids (taken from the raw,
+    unredacted patch: a rotated secret is a changed file)."""
     stats = _git.run(
         repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, "--numstat", "-z", *_DIFF
     )
-    rows = _parse_numstat_z(stats.decode("utf-8", "replace"))
-    sections = [s.encode("latin-1") for s in split_patch(patch.decode("latin-1"))]
+    rows = {p: (a, r) for p, a, r in _parse_numstat_z(stats.decode("utf-8", "surrogateescape"))}
+    facts = {}
+    for section in (s.encode("latin-1") for s in split_patch(raw.decode("latin-1"))):
+        path = section_path(section)
+        if path is not None:
+            facts[path] = section_facts(section), b"-dirty" in section
     out = []
-    for i, (path, added, removed) in enumerate(rows):
-        digest, blob, base_blob = section_facts(sections[i]) if i < len(sections) else ("", "", "")
+    unknown = []
+    for path, (added, removed) in sorted(rows.items()):
+        if path.startswith(skip):
+            continue
+        (digest, blob, base_blob), dirty_module = facts.get(path, (("", "", ""), False))
+        if dirty_module:
+            blob = f"{blob}-dirty-{_submodule_state(root / path)}"
+        elif path.rsplit("/", 1)[-1] == PROJECT_CONFIG:
+            blob, base_blob = _project_config(repo, root / path), _config_blob(repo, base_blob)
+        if not blob and not base_blob:
+            unknown.append(path)
         out.append(
             ChangedFile(
                 path=path,
@@ -137,7 +164,84 @@ def _changed_files(repo: Any, head: str, patch: bytes) -> tuple[ChangedFile, ...
                 base_blob=base_blob,
             )
         )
-    return tuple(out)
+    return _mode_only(repo, head, tuple(out), set(unknown))
+
+
+def _mode_only(
+    repo: Any, head: str, files: tuple[ChangedFile, ...], unknown: set[str]
+) -> tuple[ChangedFile, ...]:
+    """A section without an index line changed only the mode (``chmod +x``): its content is
+    HEAD's blob on both sides, which is what says it did not change what runs."""
+    if not unknown or not head:
+        return files
+    listed = _git.run(repo, "ls-tree", "-z", head, "--", *(f":(literal){p}" for p in unknown))
+    blobs = {}
+    for row in listed.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = row.partition("\t")
+        if path:
+            blobs[path] = meta.split()[-1]
+    return tuple(
+        ChangedFile(**{**f.to_dict(), "blob": blobs[f.path], "base_blob": blobs[f.path]})
+        if f.path in blobs and f.path in unknown and f.added == 0 and f.removed == 0
+        else f
+        for f in files
+    )
+
+
+def _submodule_state(path: Path) -> str:
+    """A dirty submodule's own changes, hashed: its gitlink says only "-dirty"."""
+    sub = _git.open_repo(path, required=False)
+    if sub is None:
+        return "unknown"
+    h = hashlib.sha256()
+    h.update(_git.run(sub, *_git.PATCH_CONFIG, "diff", "HEAD", *_PATCH, *_DIFF, check=False))
+    others = _git.run(sub, "ls-files", "-z", "--others", "--exclude-standard", check=False)
+    for rel in sorted(others.split(b"\0")):
+        h.update(rel + b"\0")
+        target = path / rel.decode("utf-8", "surrogateescape")
+        if rel and target.is_file():
+            h.update(hashlib.sha256(target.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def _project_config(repo: Any, path: Path) -> str:
+    """pyproject.toml's content less its ``[tool.envguard]`` table: a change to envguard's
+    own settings there is not a change of the code."""
+    try:
+        return _config_identity(path.read_bytes())
+    except OSError:
+        return ""
+
+
+def _config_blob(repo: Any, blob: str) -> str:
+    if not blob:
+        return ""
+    return _config_identity(_git.run(repo, "cat-file", "blob", blob, check=False))
+
+
+def _config_identity(data: bytes) -> str:
+    doc = _toml(data)
+    if doc is None:
+        return "raw-" + hashlib.sha256(data).hexdigest()
+    tool = doc.get("tool")
+    if isinstance(tool, dict):
+        tool.pop("envguard", None)
+        if not tool:
+            del doc["tool"]
+    canonical = json.dumps(doc, sort_keys=True, default=str).encode()
+    return "toml-" + hashlib.sha256(canonical).hexdigest()
+
+
+def _toml(data: bytes) -> dict[str, Any] | None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return None
+    return doc
 
 
 def _parse_numstat_z(text: str) -> list[tuple[str, int, int]]:
@@ -156,30 +260,40 @@ def _parse_numstat_z(text: str) -> list[tuple[str, int, int]]:
     return rows
 
 
-def _since(repo: Any, base: str, head: str) -> HeadMove | None:
-    """What changed between the lock's commit ``base`` and ``head``, file by file."""
-    if base == head or not base:
+def _since(repo: Any, base: str, head: str, skip: tuple[str, ...]) -> HeadMove | None:
+    """What changed between the lock's commit ``base`` and ``head``, file by file: every
+    file (only the patches shown by --show-patch are capped)."""
+    if base == head:
         return None
-    if not _git.commit_exists(repo, base):
+    if base and not _git.commit_exists(repo, base):
         return HeadMove(base=base, found=False)
     raw = _git.run(
-        repo, *_git.PATCH_CONFIG, "diff", "--raw", "-z", "--no-abbrev", *_DIFF, base, head
-    )
-    moved = _parse_raw_z(raw.decode("utf-8", "surrogateescape"))
+        repo, *_git.PATCH_CONFIG, "diff", "--raw", "-z", "--no-abbrev", *_DIFF,
+        base or _git.EMPTY_TREE, head,
+    )  # fmt: skip
     files = []
     patches = 0
-    for path, old_blob, new_blob in moved[:MAX_MOVED]:
-        own = _is_own(repo, path, old_blob, new_blob)
+    for path, old_blob, new_blob in _parse_raw_z(raw.decode("utf-8", "surrogateescape")):
+        own = path.startswith(skip) or _is_own(repo, path, old_blob, new_blob)
+        if path.rsplit("/", 1)[-1] == PROJECT_CONFIG:
+            old_blob, new_blob = _config_blob(repo, old_blob), _config_blob(repo, new_blob)
         patch = ""
         if not own and patches < MAX_MOVED_PATCHES:
             patches += 1
-            patch = _moved_patch(repo, base, head, path)
+            patch = _moved_patch(repo, base or _git.EMPTY_TREE, head, path)
         files.append(
             MovedFile(path=path, old_blob=old_blob, new_blob=new_blob, own=own, patch=patch)
         )
-    return HeadMove(
-        base=base, found=True, files=tuple(files), omitted=max(0, len(moved) - MAX_MOVED)
-    )
+    return HeadMove(base=base, found=True, files=tuple(files))
+
+
+def since(root: Path, base: str, head: str) -> HeadMove | None:
+    """What changed between two commits of the repository at ``root`` (a stored snapshot
+    compared with a lock: a fleet node, or ``diff LOCK_A LOCK_B``); None without a repo."""
+    repo = _git.open_repo(root, required=False)
+    if repo is None or not head or not _git.commit_exists(repo, head):
+        return None
+    return _since(repo, base, head, ())
 
 
 def _parse_raw_z(text: str) -> list[tuple[str, str, str]]:
@@ -202,68 +316,65 @@ def _is_own(repo: Any, path: str, old_blob: str, new_blob: str) -> bool:
         return True
     if path.rsplit("/", 1)[-1] != PROJECT_CONFIG or not old_blob or not new_blob:
         return False
-    old, new = _toml_blob(repo, old_blob), _toml_blob(repo, new_blob)
-    if old is None or new is None:
-        return False
-    for doc in (old, new):
-        tool = doc.get("tool")
-        if isinstance(tool, dict):
-            tool.pop("envguard", None)
-            if not tool:
-                del doc["tool"]
-    return old == new
-
-
-def _toml_blob(repo: Any, blob: str) -> dict[str, Any] | None:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
-    data = _git.run(repo, "cat-file", "blob", blob, check=False)
-    try:
-        doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
-        return doc
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
-        return None
+    return _config_blob(repo, old_blob) == _config_blob(repo, new_blob)
 
 
 def _moved_patch(repo: Any, base: str, head: str, path: str) -> str:
-    raw = _git.run(repo, *_git.PATCH_CONFIG, "diff", *_DIFF, base, head, "--", path, check=False)
+    raw = _git.run(
+        repo, *_git.PATCH_CONFIG, "diff", *_DIFF, base, head, "--", f":(literal){path}",
+        check=False,
+    )  # fmt: skip
     text, _ = redact_text(raw[:MAX_MOVED_PATCH].decode("utf-8", "replace"), code=True)
     return text + ("\n… (cut)\n" if len(raw) > MAX_MOVED_PATCH else "")
 
 
-def _relative_dirs(root: Path, exclude: Iterable[Path]) -> tuple[str, ...]:
+def _relative(root: Path, paths: Iterable[Path], *, folder: bool) -> tuple[str, ...]:
     out = []
-    for path in exclude:
+    for path in paths:
         try:
             rel = path.resolve().relative_to(root.resolve())
         except (ValueError, OSError):
             continue
         if rel.parts:
-            out.append(rel.as_posix() + "/")
+            out.append(rel.as_posix() + ("/" if folder else ""))
     return tuple(out)
 
 
 def _untracked(
-    repo: Any, root: Path, skip_dirs: tuple[str, ...]
+    repo: Any, root: Path, skip: tuple[str, ...], own: tuple[str, ...]
 ) -> tuple[tuple[UntrackedFile, ...], int]:
-    # envguard's own files and a venv inside the repo are not the code's state.
+    # envguard's own files and a venv inside the repo are not the code's state. git's own
+    # listing, as bytes: a file name that is not UTF-8 must not stop a snapshot.
+    listed = _git.run(repo, "ls-files", "-z", "--others", "--exclude-standard")
     names = sorted(
         n
-        for n in repo.untracked_files
-        if not catalog.is_own_file(n) and not n.startswith(skip_dirs)
+        for n in listed.decode("utf-8", "surrogateescape").split("\0")
+        if n and not catalog.is_own_file(n) and n not in own and not n.startswith(skip)
     )
     out, budget = [], MAX_CONTENT_TOTAL
     for name in names[:MAX_UNTRACKED]:
+        path = root / name
         try:
-            size = (root / name).stat().st_size
+            size = path.stat().st_size
         except OSError:
             continue
-        content = _small_text(root / name, size) if size <= budget else None
+        content = _small_text(path, size) if size <= budget else None
         budget -= len(content or "")
-        out.append(UntrackedFile(path=name, size=size, content=content))
+        shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        out.append(UntrackedFile(path=shown, size=size, content=content, blob=_blob_id(path, size)))
     return tuple(out), max(0, len(names) - MAX_UNTRACKED)
+
+
+def _blob_id(path: Path, size: int) -> str:
+    """git's id of a file's content (sha1 of "blob <size>\\0" + content), as git would give
+    it if the file were committed."""
+    if size > MAX_HASHED:
+        return ""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def _small_text(path: Path, size: int) -> str | None:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from envguard import catalog
 from envguard.model import CudaLibrary, CudaStack, Distribution
 
 _DEFINE = re.compile(rb"^\s*#\s*define\s+(\w+)\s+\(?\s*(\d+)", re.MULTILINE)
@@ -37,20 +38,22 @@ def cudart_version(code: int) -> str:
 
 
 def probe(
-    site: Path,
+    sites: Sequence[Path],
     dists: Sequence[Distribution],
     *,
     torch_cuda: str | None = None,
     system_roots: Iterable[str] | None = None,
 ) -> tuple[CudaStack, tuple[str, ...]]:
-    """``torch_cuda`` (torch's ``version.cuda``) picks among cu12 and cu13 wheels when both
-    are installed, as they are after one install swaps torch's CUDA build."""
-    wheels = {d.name: d.version for d in dists if d.name.startswith(("nvidia-", "cuda-"))}
+    """``sites``: where the interpreter imports from, in order (the venv's site-packages, then
+    what a --system-site-packages venv inherits). ``torch_cuda`` (torch's ``version.cuda``)
+    picks among cu12 and cu13 wheels when both are installed, as they are after one install
+    swaps torch's CUDA build."""
+    wheels = {d.name: d.version for d in dists if catalog.is_cuda_wheel(d.name)}
     major = torch_cuda.split(".")[0] if torch_cuda else None
     stack = CudaStack(
-        runtime=_wheel_runtime(site, wheels, major),
-        cudnn=_wheel_lib(site, _CUDNN_HEADER, "cudnn", "CUDNN", "PATCHLEVEL", wheels, major),
-        nccl=_wheel_lib(site, _NCCL_HEADER, "nccl", "NCCL", "PATCH", wheels, major),
+        runtime=_wheel_runtime(sites, wheels, major),
+        cudnn=_wheel_lib(sites, _CUDNN_HEADER, "cudnn", "CUDNN", "PATCHLEVEL", wheels, major),
+        nccl=_wheel_lib(sites, _NCCL_HEADER, "nccl", "NCCL", "PATCH", wheels, major),
         wheels=dict(sorted(wheels.items())),
         system=_system_libs(_roots(system_roots)),
     )
@@ -72,10 +75,12 @@ def _owner(wheels: dict[str, str], prefix: str, major: str | None) -> str | None
     return next(iter(matching or (unsuffixed if major and int(major) >= 13 else []) or names), None)
 
 
-def _wheel_runtime(site: Path, wheels: dict[str, str], major: str | None) -> CudaLibrary | None:
+def _wheel_runtime(
+    sites: Sequence[Path], wheels: dict[str, str], major: str | None
+) -> CudaLibrary | None:
     found = []
     for rel in _RUNTIME_HEADERS:
-        defines = _safe_defines(site / rel)
+        defines = _first_defines(sites, rel)
         if "CUDART_VERSION" in defines:
             found.append((cudart_version(defines["CUDART_VERSION"]), rel))
     if not found:
@@ -95,7 +100,7 @@ def _wheel_runtime(site: Path, wheels: dict[str, str], major: str | None) -> Cud
 
 
 def _wheel_lib(
-    site: Path,
+    sites: Sequence[Path],
     rel: str,
     name: str,
     prefix: str,
@@ -103,7 +108,7 @@ def _wheel_lib(
     wheels: dict[str, str],
     major: str | None,
 ) -> CudaLibrary | None:
-    version = _triple(_safe_defines(site / rel), prefix, patch)
+    version = _triple(_first_defines(sites, rel), prefix, patch)
     if version is None:
         return None
     return CudaLibrary(
@@ -116,6 +121,15 @@ def _triple(defines: dict[str, int], prefix: str, patch: str) -> str | None:
     if not all(k in defines for k in keys):
         return None
     return ".".join(str(defines[k]) for k in keys)
+
+
+def _first_defines(sites: Sequence[Path], rel: str) -> dict[str, int]:
+    """The header's defines in the first site folder that has it, as imports would find it."""
+    for site in sites:
+        defines = _safe_defines(site / rel)
+        if defines:
+            return defines
+    return {}
 
 
 def _safe_defines(path: Path) -> dict[str, int]:

@@ -42,16 +42,19 @@ def _one(copies: list[tuple[str, Distribution]]) -> Distribution:
 
 def scan_inherited(
     sites: tuple[Path, ...], own: tuple[Distribution, ...]
-) -> tuple[Distribution, ...]:
+) -> tuple[tuple[Distribution, ...], dict[str, Path]]:
     """What a --system-site-packages venv imports from its base interpreter: the first copy
-    of each name along ``sites``, leaving out the names the venv has itself."""
+    of each name along ``sites``, leaving out the names the venv has itself; and the site
+    folder each one lives in."""
     mine = {d.name for d in own}
     found: dict[str, Distribution] = {}
+    where: dict[str, Path] = {}
     for site in sites:
         for dist in scan(site)[0]:
             if dist.name not in mine and dist.name not in found:
                 found[dist.name] = dist
-    return tuple(found[k] for k in sorted(found))
+                where[dist.name] = site
+    return tuple(found[k] for k in sorted(found)), where
 
 
 def key_libraries(dists: tuple[Distribution, ...]) -> dict[str, str]:

@@ -100,8 +100,35 @@ def _cannot_start(root: Path, cfg: dict[str, str]) -> str | None:
         if exe.is_symlink() and not exe.exists():
             return f"{rel} points to {exe.readlink()}, which no longer exists"
         if exe.exists():
-            return None
+            return _other_version(exe, rel, cfg)
     return "it has no bin/python"
+
+
+def _other_version(exe: Path, rel: str, cfg: dict[str, str]) -> str | None:
+    """A base interpreter replaced by another minor version under the same name (a distro
+    upgrade re-points /usr/bin/python3): the venv's packages are not on its path."""
+    made = ".".join((cfg.get("version_info") or cfg.get("version") or "").split(".")[:2])
+    named = _named_version(exe)
+    if made and named and named[0] != made:
+        return (
+            f"{rel} now runs Python {named[0]} ({named[1]}), and the venv was made for "
+            f"{made}: its packages are not on that interpreter's path"
+        )
+    return None
+
+
+def _named_version(exe: Path) -> tuple[str, Path] | None:
+    """The first pythonX.Y along the chain of links from ``exe``: what the link that
+    the base system controls (``/usr/bin/python3 -> python3.12``) says it runs."""
+    path = exe
+    for _ in range(40):
+        m = re.match(r"^python(\d+\.\d+)$", path.name)
+        if m:
+            return m.group(1), path
+        if not path.is_symlink():
+            return None
+        path = path.parent / path.readlink()
+    return None
 
 
 def _base_sites(home: str | None, version: str, own: Path) -> tuple[Path, ...]:

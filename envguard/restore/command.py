@@ -1,0 +1,121 @@
+"""``envguard restore`` as one decision in the core: which steps, in which order, and what
+the user is told when a later step fails after an earlier one changed something.
+
+Steps run venv → caches → code. Each finished step is reported (``on_step``) as soon as it is
+done, so that a stash of the user's work is always said, even when the next step fails; the
+result carries every finished step and the error that stopped the rest, with its exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from envguard.errors import EnvguardError
+from envguard.model import Record, Snapshot
+from envguard.restore import build, parts
+from envguard.restore.plan import Overrides, Plan, plan, target_path
+
+Step = build.Outcome | parts.CacheStep | parts.CodeStep
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    lock_path: Path
+    lock: Snapshot
+    venv: Path | None = None
+    repo: Path | None = None
+    overrides: Overrides = field(default_factory=Overrides)
+    venv_step: bool = True
+    caches_step: bool = False
+    code_step: bool = False
+    dry_run: bool = False
+    rebuild: bool = False
+    force: bool = False
+    verify_import: bool = False
+    python: str | None = None
+
+    @property
+    def target(self) -> Path:
+        return target_path(self.venv or Path(self.lock.venv.path))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result(Record):
+    lock: str
+    dry_run: bool = False
+    plan: Plan | None = None
+    venv: build.Outcome | None = None
+    caches: parts.CacheStep | None = None
+    code: parts.CodeStep | None = None
+    saved: str | None = None  # the stash of the user's work, said even when code failed
+    error: str | None = None  # what stopped the steps after the finished ones
+    exit_code: int = 0
+
+
+def prepare(req: Request) -> tuple[Plan | None, bool]:
+    """The plan of the venv step (None without one), and whether it would change nothing."""
+    if not req.venv_step:
+        return None, False
+    current = _current(req.target)
+    the_plan = plan(req.lock, req.target, current, req.overrides)
+    return the_plan, (not req.rebuild and build.matches(req.lock, current, the_plan))
+
+
+def run(
+    req: Request,
+    the_plan: Plan | None,
+    unchanged: bool,
+    *,
+    on_step: Callable[[Step], None] | None = None,
+    progress: build.Progress | None = None,
+) -> Result:
+    result = Result(lock=str(req.lock_path), dry_run=req.dry_run, plan=the_plan)
+    tell = on_step or (lambda step: None)
+    try:
+        if the_plan is not None and not req.dry_run:
+            outcome = (
+                build.Outcome(venv=str(req.target), unchanged=True, plan=the_plan)
+                if unchanged
+                else build.execute(
+                    req.lock,
+                    the_plan,
+                    req.overrides,
+                    force=req.force,
+                    verify_import=req.verify_import,
+                    python=req.python,
+                    progress=progress,
+                )
+            )
+            result = replace(result, venv=outcome)
+            tell(outcome)
+        if req.caches_step:
+            step = parts.caches(req.lock_path, req.lock, req.target, dry_run=req.dry_run)
+            result = replace(result, caches=step)
+            tell(step)
+        if req.code_step:
+            saved: list[str] = []
+            try:
+                code = parts.code(
+                    req.lock_path, req.lock, req.repo, dry_run=req.dry_run, on_saved=saved.append
+                )
+            finally:
+                result = replace(result, saved=saved[0] if saved else None)
+            result = replace(result, code=code)
+            tell(code)
+    except EnvguardError as exc:
+        return replace(result, error=str(exc), exit_code=exc.exit_code)
+    return result
+
+
+def _current(venv: Path) -> Snapshot | None:
+    from envguard import snapshot
+    from envguard.errors import VenvError
+
+    if not venv.exists():
+        return None
+    try:
+        return snapshot.take(venv, default_caches=False, with_code=False)
+    except VenvError:
+        return None

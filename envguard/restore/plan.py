@@ -1,0 +1,175 @@
+"""What a restore will do, decided from the lock alone (and the current venv, for what goes).
+
+The plan is a pure function: every pin, where it comes from, what changes and what goes away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from envguard import grouping
+from envguard import uv as uv_backend
+from envguard.errors import EnvguardError
+from envguard.model import Distribution, PackageBuild, Record, Snapshot
+from envguard.probes.torch import PYPI_INDEX
+from envguard.redact import strip_url_credentials
+from envguard.versions import same
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pin(Record):
+    name: str
+    requirement: str  # a requirements-file line: "torch==2.11.0+cu128", "x @ url", "-e path"
+    source: str  # the index (or URL) it comes from, for people
+
+
+@dataclass(frozen=True, kw_only=True)
+class Removal(Record):
+    summary: str  # "sglang 0.5.23 and 46 packages installed with it"
+    members: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan(Record):
+    venv: str
+    python: str
+    pins: tuple[Pin, ...]
+    indexes: str  # how uv is pointed at indexes, in words
+    skipped: tuple[str, ...] = ()  # lock entries that cannot be pinned, with the reason
+    removals: tuple[Removal, ...] = ()  # what the current venv has that the lock does not
+    changes: tuple[str, ...] = ()  # "torch 2.11.0+cu130 → 2.11.0+cu128"
+    replaces_existing: bool = False
+    system_site_packages: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Overrides:
+    """The user's index flags.
+
+    --index-url, --extra-index-url and --no-index replace the indexes inferred from the lock;
+    --find-links adds a wheelhouse to them; --offline keeps uv off the network.
+    """
+
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    offline: bool = False
+    no_index: bool = False
+
+    def replaces(self) -> bool:
+        return bool(self.index_url or self.extra_index_urls or self.no_index)
+
+    def given(self) -> bool:
+        return self.replaces() or bool(self.find_links) or self.offline
+
+
+def indexes_for(lock: Snapshot, overrides: Overrides) -> uv_backend.Indexes:
+    torch = lock.torch
+    backend = None
+    if not overrides.replaces() and torch is not None and torch.index_url != PYPI_INDEX:
+        backend = uv_backend.torch_backend_for(torch.variant)
+    return uv_backend.Indexes(
+        index_url=overrides.index_url,
+        extra_index_urls=overrides.extra_index_urls,
+        find_links=overrides.find_links,
+        offline=overrides.offline,
+        no_index=overrides.no_index,
+        torch_backend=backend,
+    )
+
+
+def plan(lock: Snapshot, venv: Path, current: Snapshot | None, overrides: Overrides) -> Plan:
+    if current is not None and current.venv.kind != "venv":
+        raise EnvguardError(
+            f"{venv} is a {current.venv.kind}, not a venv: restore builds venvs "
+            "and will not replace it; pass --venv NEW_PATH"
+        )
+    builds = {b.name: b for b in (lock.torch, *lock.torch_family) if b}
+    indexes = indexes_for(lock, overrides)
+    pins, skipped = [], []
+    for dist in lock.packages:
+        pin, reason = _pin(dist, builds.get(dist.name), indexes, overrides)
+        if pin:
+            pins.append(pin)
+        else:
+            skipped.append(f"{dist.name} {dist.version}: {reason}")
+    return Plan(
+        venv=str(target_path(venv)),
+        python=lock.python.version,
+        pins=tuple(pins),
+        indexes=indexes.describe(),
+        skipped=tuple(skipped),
+        removals=_removals(lock, current),
+        changes=_changes(lock, current),
+        replaces_existing=current is not None,
+        system_site_packages=lock.venv.system_site_packages,
+    )
+
+
+def target_path(venv: Path) -> Path:
+    """The venv's real path: restoring through a symlink replaces the venv it points to, and
+    two restores of one venv by two names contend for one lock."""
+    return venv.resolve() if venv.is_symlink() or venv.exists() else venv.absolute()
+
+
+def _pin(
+    dist: Distribution,
+    build: PackageBuild | None,
+    indexes: uv_backend.Indexes,
+    overrides: Overrides,
+) -> tuple[Pin | None, str]:
+    if dist.problem:
+        return None, f"recorded incompletely ({dist.problem})"
+    if dist.direct_url:
+        return _direct_pin(dist)
+    where = strip_url_credentials(overrides.index_url or "the default index")
+    if build is not None and build.index_url != PYPI_INDEX:
+        # The PyTorch index carries the label in the wheel's own version: pin it exactly.
+        source = build.index_url if indexes.torch_backend else where
+        return Pin(name=dist.name, requirement=f"{dist.name}=={build.version}", source=source), ""
+    return Pin(name=dist.name, requirement=f"{dist.name}=={dist.version}", source=where), ""
+
+
+def _direct_pin(dist: Distribution) -> tuple[Pin | None, str]:
+    url = dist.direct_url or ""
+    if url.startswith("file://"):
+        path = Path(url.removeprefix("file://"))
+        if not path.exists():
+            return None, f"installed from {url}, which no longer exists"
+        line = f"-e {path}" if dist.editable else f"{dist.name} @ {url}"
+        return Pin(name=dist.name, requirement=line, source=str(path)), ""
+    return Pin(name=dist.name, requirement=f"{dist.name} @ {url}", source=url), ""
+
+
+def _removals(lock: Snapshot, current: Snapshot | None) -> tuple[Removal, ...]:
+    if current is None:
+        return ()
+    locked = {d.name for d in lock.packages}
+    extra = [d for d in current.packages if d.name not in locked]
+    out = []
+    for group in grouping.install_groups(extra, []):
+        root = group.root or group.members[0]
+        others = len(group.members) - 1
+        summary = f"{root.name} {root.version}" + (
+            f" and {others} package{'s' if others != 1 else ''} installed with it" if others else ""
+        )
+        out.append(
+            Removal(summary=summary, members=tuple(f"{d.name} {d.version}" for d in group.members))
+        )
+    return tuple(out)
+
+
+def _changes(lock: Snapshot, current: Snapshot | None) -> tuple[str, ...]:
+    if current is None:
+        return ()
+    now = current.versions()
+    return tuple(
+        f"{name} {now[name]} → {want}"
+        for name, want in lock.versions().items()
+        if name in now and not same(now[name], want)
+    )
+
+
+def requirements_text(p: Plan) -> str:
+    return "".join(f"{pin.requirement}\n" for pin in p.pins)
