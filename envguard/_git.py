@@ -65,8 +65,21 @@ def run(repo: Any, *args: str, check: bool = True) -> bytes:
         if not check:
             return b""
         where = repo.working_tree_dir
-        raise RepoError(f"git {_verb(args)} failed in {where}: {_last_line(exc)}") from exc
+        raise RepoError(f"git {_verb(args)} failed in {where}: {_why(repo, exc)}") from None
     return bytes(out)
+
+
+def _why(repo: Any, exc: Any) -> str:
+    """git's own last line; some commands (stash) fail silently, so a held index lock, the
+    usual cause, is named from the repository itself."""
+    lock = Path(repo.git_dir) / "index.lock"
+    if lock.exists():
+        return (
+            f"{lock} exists: another git process is running here (or one crashed: "
+            "then remove that file)"
+        )
+    stderr = str(getattr(exc, "stderr", "") or "").strip()
+    return _last_line(exc) if stderr else f"exit code {getattr(exc, 'status', '?')}"
 
 
 def text(repo: Any, *args: str, check: bool = True) -> str:

@@ -55,19 +55,25 @@ def envelope(kind: str, result: Any, exit_code: int) -> str:
 
 
 def warning_line(message: str) -> None:
-    from rich.markup import escape
-
-    console(stderr=True).print(f"[yellow]warning:[/] {escape(message)}")
+    _line("warning:", "yellow", message)
 
 
 def error_line(message: str) -> None:
-    """The one red line of a failure; installers' output in it may carry index URLs."""
-    from rich.markup import escape
-
+    """The one line of a failure, whatever the width or pipe: never wrapped, so a path in it
+    stays whole; installers' output in it may carry index URLs."""
     from envguard.redact import strip_url_credentials
 
-    message = strip_url_credentials(message)
-    console(stderr=True).print(f"[bold red]error:[/] {escape(message)}")
+    _line("error:", "bold red", strip_url_credentials(message))
+
+
+def _line(label: str, style: str, message: str) -> None:
+    import sys
+
+    from envguard import _term
+
+    text = " ".join(message.split())  # one line, whatever the message carried
+    sys.stderr.write(f"{_term.paint(label, style, _term.color(sys.stderr))} {text}\n")
+    sys.stderr.flush()
 
 
 @contextmanager

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envguard import lockfile, snapshot
@@ -196,3 +196,70 @@ def test_missing_lockfile(tmp_path: Path) -> None:
 def test_default_path_is_safe() -> None:
     assert lockfile.default_path("train") == Path("lockfiles/train.envguard.toml")
     assert lockfile.default_path("../../etc/passwd").parent == Path("lockfiles")
+
+
+# Hostile input: whatever the bytes, the reader answers with a Snapshot or a LockfileError
+# naming the problem, never another exception (a traceback) and never a long stall.
+_SCALAR = st.one_of(
+    st.text(max_size=40), st.integers(), st.booleans(), st.floats(allow_nan=False),
+    st.just("x" * 2_000), st.just("1.0\n--find-links /evil"),
+)  # fmt: skip
+_VALUE = st.recursive(
+    _SCALAR,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(NAME, inner, max_size=4),
+    max_leaves=12,
+)
+_KEYS = st.sampled_from(
+    ["name", "taken_at", "envguard_version", "venv", "python", "host", "torch", "packages",
+     "code", "caches", "environ", "warnings", "inherited", "launcher", "gpu", "cuda"]
+)  # fmt: skip
+
+
+def _valid_doc() -> dict:
+    from tests.factories import base
+
+    global _VALID
+    if not _VALID:
+        _VALID.update(tomllib.loads(lockfile.dumps(base()).decode()))
+    return dict(_VALID)
+
+
+_VALID: dict = {}
+
+
+@settings(
+    max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.dictionaries(_KEYS, _VALUE, max_size=6),
+        st.tuples(_KEYS, _VALUE).map(lambda kv: {**_valid_doc(), kv[0]: kv[1]}),
+        st.integers(1, 600).map(lambda depth: "x = " + "[" * depth + "]" * depth),
+    )
+)
+def test_ten_thousand_hostile_lockfiles(doc: object) -> None:
+    if isinstance(doc, bytes):
+        data = doc
+    elif isinstance(doc, str):
+        data = f"schema = 2\n{doc}\n".encode()
+    else:
+        try:
+            data = tomli_w.dumps({"schema": 2, **doc}).encode()
+        except (TypeError, ValueError):
+            return  # not expressible in TOML: nothing to read
+    try:
+        lockfile.loads(data)
+    except LockfileError as exc:
+        assert "\n" not in str(exc).strip() or len(str(exc)) < 2000
+
+
+def test_a_100_kb_package_name_is_refused_at_once(tmp_path: Path) -> None:
+    import time
+
+    doc = _valid_doc()
+    doc["packages"][0]["name"] = "a" * 100_000
+    start = time.perf_counter()
+    with pytest.raises(LockfileError, match=r"packages\[0\]\.name: 'aaaa.*100000 characters"):
+        lockfile.loads(tomli_w.dumps(doc).encode())
+    assert time.perf_counter() - start < 2.0

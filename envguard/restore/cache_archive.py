@@ -222,6 +222,8 @@ def _existing(path: Path) -> Path:
 def _unpack(tar: tarfile.TarFile, target: _Target) -> Unpacked:
     dest = target.dest
     dest.parent.mkdir(parents=True, exist_ok=True)
+    for stale in dest.parent.glob(f".{dest.name}.envguard-unpack-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # what a killed unpack left
     staging = dest.parent / f".{dest.name}.envguard-unpack-{secrets.token_hex(4)}"
     staging.mkdir()
     try:
