@@ -10,7 +10,7 @@ import sys
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--version"]:
+    if sys.argv[1:] in (["--version"], ["-V"]):
         from envguard import __version__
 
         print(f"envguard, version {__version__}")

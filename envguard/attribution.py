@@ -11,6 +11,7 @@ wins over inference.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from envguard import grouping, requirements
@@ -34,12 +35,39 @@ class JournalEntry(Protocol):
     def touched(self) -> set[str]: ...
 
 
+@dataclass(frozen=True, kw_only=True)
+class Cause:
+    """Who or what changed a package: a journal record, or the install it came with."""
+
+    root: str = ""  # "sglang 0.5.23": what the install group was for
+    requirement: str = ""  # "sglang requires torch==2.11.0"
+    command: str = ""  # "uv pip install sglang", the journal's command in short
+    record: int = 0  # its journal record's number
+    detail: str = ""  # the journal's full line: command, user@host, time, exit code
+
+    def short(self) -> str:
+        """For a change's row: ``by `uv pip install sglang` (journal #3)``, or
+        ``installed with sglang 0.5.23 (sglang requires torch==2.11.0)``."""
+        if self.command:
+            return f"by `{self.command}` (journal #{self.record})"
+        if self.root and self.requirement:
+            return f"installed with {self.root} ({self.requirement})"
+        return f"installed with {self.root}" if self.root else self.requirement
+
+    def member(self) -> str:
+        """For a package listed under its install group, whose root is said already."""
+        return f"by `{self.command}`" if self.command else self.requirement
+
+    def full(self) -> str:
+        return self.detail or self.short()
+
+
 def causes(
     old: Snapshot,
     new: Snapshot,
     entries: Sequence[JournalEntry] = (),
     groups: Sequence[grouping.InstallGroup] | None = None,
-) -> dict[str, str]:
+) -> dict[str, Cause]:
     """Each added or changed package's cause; ``groups``: the install groups, when the
     caller has them already."""
     a = {d.name: d for d in old.packages}
@@ -48,53 +76,66 @@ def causes(
     changed = [d for n, d in b.items() if n in a and not same(a[n].version, d.version)]
     moved = {d.name for d in (*added, *changed)} | (a.keys() - b.keys())
     out = _from_journal(old, entries, moved)
-    real = new.versions()
     if groups is None:
         groups = grouping.install_groups(added, changed)
     for group in groups:
         needed = [d for d in group.members if d.name not in out]
         if not needed:
             continue
-        requirers = _requirers(group, real)
+        requirers = _requirers(group)
+        root = f"{group.root.name} {group.root.version}" if group.root else ""
         for dist in needed:
-            parts = []
-            if group.root and group.root.name != dist.name:
-                parts.append(f"installed with {group.root.name} {group.root.version}")
             old_version = a[dist.name].version if dist.name in a else None
             why = forced_by(dist.name, old_version, requirers.get(dist.name, ()))
-            if why:
-                parts.append(why)
-            if parts:
-                out[dist.name] = "; ".join(parts)
+            of_root = root if group.root and group.root.name != dist.name else ""
+            if of_root or why:
+                out[dist.name] = Cause(root=of_root, requirement=why)
     return out
 
 
 def _from_journal(
     old: Snapshot, entries: Sequence[JournalEntry], moved: set[str]
-) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for entry in sorted(entries, key=lambda e: e.finished, reverse=True):
+) -> dict[str, Cause]:
+    out: dict[str, Cause] = {}
+    numbered = sorted(enumerate(entries, start=1), key=lambda ie: ie[1].finished, reverse=True)
+    for number, entry in numbered:
         if entry.finished < old.taken_at:
             continue  # before the snapshot: not what changed since
         for name in entry.touched() & moved:
             out.setdefault(
                 name,
-                f"by `{' '.join(entry.command)}` ({entry.user}@{entry.host}, "
-                f"{entry.finished}, exit {entry.exit_code})",
+                Cause(
+                    command=short_command(entry.command),
+                    record=number,
+                    detail=f"by `{' '.join(entry.command)}` ({entry.user}@{entry.host}, "
+                    f"{entry.finished}, exit {entry.exit_code})",
+                ),
             )
     return out
 
 
-Requirer = tuple[str, requirements.Req]  # ("sglang 0.5.23", the requirement)
+def short_command(command: Sequence[str], most: int = 6) -> str:
+    """A command as people name it: the program's name and its words, not its options,
+    URLs or paths (the journal and --json keep the whole of it)."""
+    words = []
+    for i, word in enumerate(command):
+        if word.startswith("-") or "://" in word:
+            continue
+        words.append(word.rsplit("/", 1)[-1] if i == 0 else word)
+    words = [w for w in words if "/" not in w]
+    return " ".join(words[:most]) + (" …" if len(words) > most else "")
 
 
-def _requirers(group: grouping.InstallGroup, real: dict[str, str]) -> dict[str, list[Requirer]]:
+Requirer = tuple[str, requirements.Req]  # ("sglang", the requirement)
+
+
+def _requirers(group: grouping.InstallGroup) -> dict[str, list[Requirer]]:
     """For each name, the group members that require it, the group's root first. Each
     member's Requires-Dist is read once; a group of 600 holds thousands of lines."""
     members = sorted(group.members, key=lambda d: d is not group.root)
     out: dict[str, list[Requirer]] = {}
     for dist in members:
-        label = f"{dist.name} {real.get(dist.name, dist.version)}"
+        label = dist.name
         for line in dist.requires:
             req = requirements.parse(line)
             if req is not None and req.name != dist.name:
@@ -104,7 +145,7 @@ def _requirers(group: grouping.InstallGroup, real: dict[str, str]) -> dict[str, 
 
 def forced_by(name: str, old_version: str | None, requirers: Sequence[Requirer]) -> str:
     """The requirement that forced ``name`` off ``old_version`` (or, for a package that was
-    not there, pulled it in): "sglang 0.5.23 requires torch==2.11.0"; "" when none says.
+    not there, pulled it in): "sglang requires torch==2.11.0"; "" when none says.
 
     ``requirers`` are the packages of the same install only. When none of their requirements
     rules the old version out (``==2.11.0`` admits ``2.11.0+cu128``: the resolver chose the

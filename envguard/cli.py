@@ -1,68 +1,146 @@
-"""The command line: parse, call the core, render, exit (0 clean, 1 drift, 2 error)."""
+"""The command line: parse, call the core (:mod:`envguard.commands`), render, exit.
+
+Every command takes ``-q``/``-v`` and ``--color``, and ``--json`` where it has a result: one
+versioned document on stdout, also for an error. Exit codes: 0 clean, 1 drift (or "not
+restored"), 2 error. Errors are one line on stderr, never a traceback (``ENVGUARD_DEBUG=1``
+shows it too).
+"""
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from envguard import __version__
 
 if TYPE_CHECKING:
-    from envguard import journal
-    from envguard import restore as restore_mod
-    from envguard.model import Snapshot
+    from envguard.config import Config
+    from envguard.output.human import Human
+    from envguard.restore.plan import Overrides
+    from envguard.results import Result
 
 _PATH = click.Path(path_type=Path)
+_AREAS = "python, torch, cuda, gpu, code, caches, libraries, packages, env, host"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _index_options(command: Callable[..., None]) -> Callable[..., None]:
-    """--index-url, --extra-index-url, --find-links, --offline: shared by restore and export."""
+@dataclass
+class Ui:
+    """What the common options asked for, for the command that runs."""
+
+    command: str = ""
+    verbosity: int = 0
+    as_json: bool = False
+
+    def human(self, **view: Any) -> Human:
+        from envguard import _term
+        from envguard.output.human import Human
+
+        return Human(
+            width=_term.width(sys.stdout),
+            color=_term.color(sys.stdout),
+            verbosity=self.verbosity,
+            **view,
+        )
+
+    def progress(self) -> Any:
+        from envguard import _term
+        from envguard.output.progress import bars
+
+        on = not self.as_json and self.verbosity >= 0 and sys.stderr.isatty()
+        return bars(on, _term.color(sys.stderr))
+
+
+_UI = Ui()
+
+
+def _common(command: F) -> F:
+    """-q/-v and --color on every command (uv's and ruff's conventions)."""
+
+    @click.option("-q", "--quiet", count=True, help="Say less: the verdict only.")
+    @click.option("-v", "--verbose", count=True, help="Say more: info rows, tracebacks.")
+    @click.option(
+        "--color",
+        type=click.Choice(["auto", "always", "never"]),
+        default=None,
+        help="Colour the output (default: auto; NO_COLOR, FORCE_COLOR honoured).",
+    )
+    @functools.wraps(command)
+    def wrapper(*args: Any, quiet: int, verbose: int, color: str | None, **kwargs: Any) -> Any:
+        _UI.command = click.get_current_context().info_name or ""
+        _UI.verbosity = verbose - quiet
+        _UI.as_json = bool(kwargs.get("as_json"))
+        if color:
+            os.environ["ENVGUARD_COLOR"] = color
+        if verbose > 1:
+            os.environ["ENVGUARD_DEBUG"] = "1"
+        return command(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _json_option(command: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print a JSON envelope.")(command)
+
+
+def _index_options(command: F) -> F:
+    """--index-url, --extra-index-url, --find-links, --offline, --no-index."""
     for option in reversed(
         (
             click.option("--index-url", help="Replace the inferred indexes with this one."),
             click.option("--extra-index-url", multiple=True, help="Another index (repeatable)."),
-            click.option("--find-links", multiple=True, help="A local wheelhouse (repeatable)."),
+            click.option("--find-links", multiple=True, help="A wheelhouse to add (repeatable)."),
             click.option(
                 "--offline", is_flag=True, help="No network: uv's cache and --find-links."
             ),
-            click.option(
-                "--no-index", is_flag=True, help="Ask no index: --find-links and uv's cache."
-            ),
+            click.option("--no-index", is_flag=True, help="Ask no index: --find-links only."),
         )
     ):
         command = option(command)
     return command
 
 
-def _overrides(
-    index_url: str | None,
-    extra_index_url: tuple[str, ...],
-    find_links: tuple[str, ...],
-    offline: bool,
-    no_index: bool,
-) -> restore_mod.Overrides:
-    from envguard.restore import Overrides
+def _overrides(kw: dict[str, Any]) -> Overrides:
+    from envguard.restore.plan import Overrides
 
     return Overrides(
-        index_url=index_url,
-        extra_index_urls=extra_index_url,
-        find_links=find_links,
-        offline=offline,
-        no_index=no_index,
+        index_url=kw.pop("index_url"),
+        extra_index_urls=kw.pop("extra_index_url"),
+        find_links=kw.pop("find_links"),
+        offline=kw.pop("offline"),
+        no_index=kw.pop("no_index"),
     )
+
+
+def _config(**flags: Any) -> Config:
+    from envguard import config
+
+    return config.load().with_flags(**flags)
+
+
+def _emit(result: Result, **view: Any) -> None:
+    """Print the result as asked, and exit with its code."""
+    from envguard.output.json import Json
+
+    fmt = Json() if _UI.as_json else _UI.human(**view)
+    sys.stdout.write(fmt.format(result))
+    sys.stdout.flush()
+    sys.exit(result.exit_code)
 
 
 @contextmanager
 def _errors() -> Iterator[None]:
-    """The one error boundary: every error becomes one line and its exit code (2, or 1 for
-    "not restored"), never a traceback; ENVGUARD_DEBUG=1 shows the traceback too."""
-    import os
-
+    """The one error boundary: every error becomes one line on stderr and its exit code (2,
+    or 1 for "not restored"), and under --json an envelope on stdout too; never a traceback
+    unless ENVGUARD_DEBUG=1."""
     from envguard.errors import EnvguardError, NotRestored
 
     debug = os.environ.get("ENVGUARD_DEBUG", "") not in ("", "0")
@@ -89,22 +167,50 @@ def _errors() -> Iterator[None]:
 
 
 def _fail(message: str, code: int = 2) -> None:
-    from envguard import render
+    from envguard.output import lines
 
-    render.error_line(message)
+    if _UI.as_json:
+        from envguard.output.json import Json
+        from envguard.redact import strip_url_credentials
+        from envguard.results import Failed
+
+        failed = Failed(command=_UI.command, message=strip_url_credentials(message), code=code)
+        sys.stdout.write(Json().format(failed))
+    lines.error_line(message)
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="envguard")
-def cli() -> None:
-    """Snapshot a known-good training environment, explain drift, put it back."""
+class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)  # in the order they are defined: the workflow's
+
+
+@click.group(
+    cls=_Group,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.version_option(__version__, "-V", "--version", prog_name="envguard")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Snapshot a known-good training environment, explain drift, put it back.
+
+    \b
+    Start with:
+      envguard demo                  the incident and its cure, in a temporary folder
+      envguard snapshot              record the training venv in lockfiles/
+      envguard diff                  what changed since, and why it matters
+
+    \b
+    Exit codes: 0 clean, 1 drift (or not restored), 2 error.
+    Shell completion: eval "$(_ENVGUARD_COMPLETE=bash_source envguard)" (zsh_source, fish_source).
+    """
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 @cli.command()
-@click.option(
-    "--venv", type=_PATH, help="The environment to read (default: $VIRTUAL_ENV, ./.venv)."
-)
+@click.option("--venv", type=_PATH, help="The environment to read (default: see README).")
 @click.option("--repo", type=_PATH, help="The training code's git repo (default: the one here).")
 @click.option(
     "--cache-dir",
@@ -119,125 +225,94 @@ def cli() -> None:
     "--output",
     type=_PATH,
     help="Lockfile path; %h is the hostname, %j $SLURM_JOB_ID, %r the rank "
-    "(default: lockfiles/NAME.envguard.toml).",
+    "(default: lockfiles/NAME.envguard.toml at the project's root).",
 )
 @click.option("--name", help="Snapshot name (default: the venv's prompt or folder name).")
-@click.option("--json", "as_json", is_flag=True, help="Print the snapshot as a JSON envelope.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only the lockfile's path.")
 @click.option("--save-cache", is_flag=True, help="Also archive the compile caches beside it.")
-def snapshot(
-    venv: Path | None,
-    repo: Path | None,
-    cache_dirs: tuple[Path, ...],
-    no_default_caches: bool,
-    output: Path | None,
-    name: str | None,
-    as_json: bool,
-    quiet: bool,
-    save_cache: bool,
-) -> None:
-    """Record the environment in a lockfile."""
-    from envguard import lockfile, render
-    from envguard import snapshot as snap_mod
-    from envguard.probes.venv import default_venv_path
+@_json_option
+@_common
+def snapshot(as_json: bool, **kw: Any) -> None:
+    """Record the environment in a lockfile.
+
+    \b
+    Examples:
+      envguard snapshot                          the training venv, into lockfiles/
+      envguard snapshot --venv .venv --save-cache
+
+    \b
+    Exit codes: 0 recorded, 2 error.
+    """
+    from envguard.commands import snapshot as command
 
     with _errors():
-        with render.progress(enabled=not as_json and sys.stderr.isatty()) as step:
-            snap = snap_mod.take(
-                default_venv_path(venv),
-                repo=repo,
-                repo_required=repo is not None,
-                cache_dirs=cache_dirs,
-                default_caches=not no_default_caches,
-                name=name,
-                progress=step,
+        cfg = _config()
+        with _UI.progress() as step:
+            result = command.run(
+                cfg, progress=step, default_caches=not kw.pop("no_default_caches"), **kw
             )
-        path = lockfile.expand_output(output, snap) if output else lockfile.default_path(snap.name)
-        lockfile.write(path, snap)
-        if save_cache:
-            from envguard._units import human_bytes
-            from envguard.restore import cache_archive
+        _emit(result)
 
-            archive, size = cache_archive.save(snap, path)
-            click.echo(f"saved the compile caches to {archive} ({human_bytes(size)})", err=True)
-        if as_json:
-            click.echo(render.envelope("snapshot", {"lockfile": str(path), **snap.to_dict()}, 0))
-        elif quiet:
-            click.echo(str(path))
-            for note in snap.warnings:
-                click.echo(f"warning: {note}", err=True)
-        else:
-            render.snapshot_summary(snap, str(path))
+
+def _judging(command: F) -> F:
+    """--fail-on, --only, --ignore: what counts as drift, for diff and fleet."""
+    for option in reversed(
+        (
+            click.option(
+                "--fail-on",
+                type=click.Choice(["critical", "warning", "any"]),
+                default=None,
+                help="The least severe change that counts as drift (default: warning).",
+            ),
+            click.option(
+                "--only", metavar="AREA[,AREA]", help=f"Judge only these areas: {_AREAS}."
+            ),
+            click.option("--ignore", metavar="AREA[,AREA]", help="Do not judge these areas."),
+        )
+    ):
+        command = option(command)
+    return command
 
 
 @cli.command()
 @click.argument("locks", nargs=-1, type=_PATH)
-@click.option("--venv", type=_PATH, help="The live environment to compare (default: as snapshot).")
+@click.option("--venv", type=_PATH, help="The live environment to compare (default: the lock's).")
 @click.option("--repo", type=_PATH, help="The live git repo (default: here, else the lock's).")
-@click.option(
-    "--fail-on",
-    type=click.Choice(["critical", "warning", "any"]),
-    default="warning",
-    show_default=True,
-    help="The least severe change that counts as drift (exit 1).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as a JSON envelope.")
+@_judging
 @click.option("--expand", is_flag=True, help="List the packages of each install group.")
-@click.option("--show-patch", is_flag=True, help="Print uncommitted changes not in the snapshot.")
+@click.option("--show-patch", is_flag=True, help="Print each code change that differs.")
+@_json_option
+@_common
 def diff(
     locks: tuple[Path, ...],
     venv: Path | None,
     repo: Path | None,
-    fail_on: str,
-    as_json: bool,
+    fail_on: str | None,
+    only: str | None,
+    ignore: str | None,
     expand: bool,
     show_patch: bool,
+    as_json: bool,
 ) -> None:
-    """Compare LOCK with the live environment, or LOCK_A with LOCK_B."""
-    from envguard import drift, lockfile, render
+    """Compare LOCK with the live environment, or LOCK_A with LOCK_B.
+
+    \b
+    Examples:
+      envguard diff                            the project's lock against its venv
+      envguard diff --only torch,cuda --fail-on critical
+      envguard diff lockfiles/a.envguard.toml lockfiles/b.envguard.toml
+
+    \b
+    Exit codes: 0 no drift, 1 drift (at --fail-on), 2 error.
+    """
+    from envguard.commands import diff as command
 
     if len(locks) > 2:
         raise click.UsageError("give at most two lockfiles: LOCK, or LOCK_A LOCK_B")
     with _errors():
-        if len(locks) == 2:
-            from envguard import snapshot
-
-            old, path = lockfile.read(locks[0]), locks[0]
-            new = snapshot.stored_against(old, lockfile.read(locks[1]))
-        else:
-            old, new, path = _lock_and_live(locks[0] if locks else None, venv, repo, not as_json)
-        report = drift.compare(old, new, _journal_for(path))
-        fails = report.fails(fail_on)
-        code = 1 if fails else 0
-        if as_json:
-            click.echo(render.envelope("diff", report.to_dict(), code))
-        else:
-            render.diff_report(report, expand=expand, show_patch=show_patch, fails=fails)
-    sys.exit(code)
-
-
-def _lock_and_live(
-    lock: Path | None, venv: Path | None, repo: Path | None, show: bool
-) -> tuple[Snapshot, Snapshot, Path]:
-    from envguard import render, snapshot, targets
-
-    path, old, venv_path = targets.lock_for(lock, venv)
-    with render.progress(enabled=show and sys.stderr.isatty()) as step:
-        new = snapshot.live_for(old, venv_path, repo=repo, lock_path=path, progress=step)
-    return old, new, path
-
-
-def _journal_for(lock: Path) -> list[journal.Entry]:
-    """The lock's install journal; a damaged one is a warning here (``log`` fails on it)."""
-    from envguard import journal as journal_mod
-    from envguard import render
-    from envguard.errors import LockfileError
-
-    try:
-        return journal_mod.read(journal_mod.path_for(lock))
-    except LockfileError as exc:
-        render.warning_line(f"{exc}; causes are inferred instead")
-        return []
+        cfg = _config(fail_on=fail_on, only=only, ignore=ignore)
+        with _UI.progress() as step:
+            result = command.run(cfg, locks, venv=venv, repo=repo, progress=step)
+        _emit(result, expand=expand, show_patch=show_patch)
 
 
 @cli.command()
@@ -254,96 +329,96 @@ def _journal_for(lock: Path) -> list[journal.Entry]:
 @click.option("--repo", type=_PATH, help="The repo for --code (default: the lock's).")
 @click.option("--cache", is_flag=True, help="Only the saved compile caches, if they fit.")
 @click.option("--all", "everything", is_flag=True, help="The venv, then the caches and code.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as a JSON envelope.")
-def restore(
-    lock: Path,
-    venv: Path | None,
-    dry_run: bool,
-    yes: bool,
-    index_url: str | None,
-    extra_index_url: tuple[str, ...],
-    find_links: tuple[str, ...],
-    offline: bool,
-    no_index: bool,
-    python: str | None,
-    rebuild: bool,
-    force: bool,
-    verify_import: bool,
-    code: bool,
-    repo: Path | None,
-    cache: bool,
-    everything: bool,
-    as_json: bool,
-) -> None:
-    """Rebuild the venv of LOCK with uv: exact pins, verified, the old venv kept."""
-    from envguard import lockfile, render
+@_json_option
+@_common
+def restore(lock: Path, as_json: bool, **kw: Any) -> None:
+    """Rebuild the venv of LOCK with uv: exact pins, verified, the old venv kept.
+
+    \b
+    Examples:
+      envguard restore lockfiles/train.envguard.toml --dry-run
+      envguard restore lockfiles/train.envguard.toml --all --yes
+      envguard restore LOCK --find-links /wheels --offline     (air-gapped)
+
+    \b
+    Exit codes: 0 restored (or already matching), 1 not restored (the old venv is
+    untouched), 2 error.
+    """
+    from envguard import lockfile
     from envguard.restore import command
+    from envguard.results import RestoreDone
 
     with _errors():
+        code, cache, everything = kw.pop("code"), kw.pop("cache"), kw.pop("everything")
+        yes, dry_run = kw.pop("yes"), kw.pop("dry_run")
         req = command.Request(
             lock_path=lock,
             lock=lockfile.read(lock),
-            venv=venv,
-            repo=repo,
-            overrides=_overrides(index_url, extra_index_url, find_links, offline, no_index),
+            overrides=_overrides(kw),
             venv_step=everything or not (code or cache),
             caches_step=everything or cache,
             code_step=everything or code,
             dry_run=dry_run,
-            rebuild=rebuild,
-            force=force,
-            verify_import=verify_import,
-            python=python,
+            **kw,
         )
         plan, unchanged = command.prepare(req)
+        human = _UI.human()
         if plan is not None and not as_json:
-            render.restore_plan(plan, full=dry_run, unchanged=unchanged)
+            click.echo(human.restore_plan(plan, full=dry_run, unchanged=unchanged), nl=False)
         if plan is not None and plan.replaces_existing and not (yes or dry_run or unchanged):
             if not sys.stdin.isatty():
                 raise click.UsageError("restore replaces the venv: pass --yes to confirm")
             click.confirm(f"Replace {plan.venv} (the old venv is kept)?", abort=True)
-        with render.progress(enabled=not as_json and sys.stderr.isatty()) as step:
+        with _UI.progress() as step:
             result = command.run(
                 req,
                 plan,
                 unchanged,
-                on_step=None if as_json else render.restore_step,
+                on_step=None if as_json else lambda s: click.echo(human.restore_step(s), nl=False),
                 progress=step,
             )
+        if result.error:
+            if not as_json and result.saved and result.code is None:
+                click.echo(f"saved your uncommitted work as {result.saved}")
+            prefix = "not restored: " if result.exit_code == 1 else ""
+            if as_json:
+                click.echo(_json(RestoreDone(result=result)), nl=False)
+            from envguard.output import lines
+
+            lines.error_line(prefix + result.error)
+            sys.exit(result.exit_code)
         if as_json:
-            click.echo(render.envelope("restore", result.to_dict(), result.exit_code))
-        elif result.error:
-            if result.saved and not result.code:
-                render.restore_saved(result.saved)
-            render.error_line(("not restored: " if result.exit_code == 1 else "") + result.error)
-    sys.exit(result.exit_code)
+            _emit(RestoreDone(result=result))
+    sys.exit(0)
+
+
+def _json(result: Result) -> str:
+    from envguard.output.json import Json
+
+    return Json().format(result)
 
 
 @cli.command()
 @click.option("--venv", type=_PATH, help="Whose backups (default: as snapshot).")
 @click.option("--prune", is_flag=True, help="Remove all but the newest --keep backups.")
 @click.option("--keep", type=click.IntRange(min=0), default=1, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the backups as JSON.")
+@_json_option
+@_common
 def backups(venv: Path | None, prune: bool, keep: int, as_json: bool) -> None:
-    """List (and prune) the old venvs restore kept beside a venv."""
-    from envguard import render
-    from envguard.restore import backups as backups_mod
-    from envguard.restore.plan import target_path
-    from envguard.targets import venv as venv_for
+    """List (and prune) the old venvs restore kept beside a venv.
+
+    \b
+    Examples:
+      envguard backups
+      envguard backups --prune --keep 2
+
+    \b
+    Exit codes: 0, 2 error.
+    """
+    from envguard.commands import manage
 
     with _errors():
-        target = target_path(venv_for(venv))
-        listed = backups_mod.prune(target, keep) if prune else backups_mod.listing(target)
-        _emit(as_json, "backups", listed.to_dict(), 0, lambda: render.backups(listed))
-
-
-def _emit(as_json: bool, kind: str, result: object, code: int, human: Callable[[], None]) -> None:
-    from envguard import render
-
-    if as_json:
-        click.echo(render.envelope(kind, result, code))
-    else:
-        human()
+        _emit(manage.backups(_config(), venv=venv, prune=prune, keep=keep))
 
 
 @cli.command()
@@ -352,158 +427,172 @@ def _emit(as_json: bool, kind: str, result: object, code: int, human: Callable[[
 @click.option("-o", "--output", type=_PATH, default=Path("pylock.toml"), show_default=True)
 @click.option("--resolve", is_flag=True, help="Ask the inferred indexes for wheels and hashes.")
 @_index_options
-def export(
-    lock: Path,
-    fmt: str,
-    output: Path,
-    resolve: bool,
-    index_url: str | None,
-    extra_index_url: tuple[str, ...],
-    find_links: tuple[str, ...],
-    offline: bool,
-    no_index: bool,
-) -> None:
-    """Write LOCK's packages as a PEP 751 pylock.toml that `uv pip sync` installs."""
-    from envguard import export as export_mod
-    from envguard import lockfile
+@_json_option
+@_common
+def export(lock: Path, fmt: str, output: Path, resolve: bool, as_json: bool, **kw: Any) -> None:
+    """Write LOCK's packages as a PEP 751 pylock.toml that `uv pip sync` installs.
 
-    overrides = _overrides(index_url, extra_index_url, find_links, offline, no_index)
+    A pylock names each wheel with its hash, which only an index knows: pass --resolve (the
+    indexes the lock inferred), --find-links DIR or --index-url URL.
+
+    \b
+    Examples:
+      envguard export lockfiles/train.envguard.toml --resolve
+      envguard export LOCK --find-links /wheels --offline -o pylock.train.toml
+
+    \b
+    Exit codes: 0 written, 2 error.
+    """
+    from envguard.commands import manage
+
     with _errors():
-        export_mod.check_name(output)
-        data = export_mod.pylock(lockfile.read(lock), overrides, resolve=resolve)
-        export_mod.write(output, data)
-        click.echo(f"wrote {output} ({fmt}, PEP 751)")
+        _emit(manage.export(lock, output, _overrides(kw), resolve=resolve))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option(
     "--venv", type=_PATH, help="The venv the command installs into (default: as snapshot)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the journal record as JSON.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@_json_option
+@_common
 def run(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
-    """Run COMMAND in the venv and journal the drift it caused: envguard run -- uv pip install X."""
-    from envguard import journal, protect, render, watch
-    from envguard.probes.venv import default_venv_path
+    """Run COMMAND in the venv and journal the drift it caused.
+
+    \b
+    Examples:
+      envguard run -- uv pip install sglang
+      envguard run -- pip install -U transformers
+
+    \b
+    Exit codes: the command's own.
+    """
+    from envguard.commands import journal
 
     with _errors():
-        target = default_venv_path(venv)
-        lock_path, locked = watch.lock_of(target)
-        watched = watch.run(
-            target,
-            command,
-            journal.path_for(lock_path),
-            extra_env=protect.constraint_env(target),
-            lock=locked,
-        )
-        if as_json:
-            click.echo(render.envelope("run", watched.entry.to_dict(), watched.exit_code))
-        else:
-            render.run_summary(watched)
-    sys.exit(watched.exit_code)
+        result = journal.run(_config(), command, venv=venv)
+    if as_json:
+        _emit(result)
+    sys.stderr.write(_UI.human(expand=False).format(result))
+    sys.exit(result.exit_code)
 
 
 @cli.command()
 @click.option("--venv", type=_PATH, help="Whose journal (default: as snapshot).")
-@click.option("--json", "as_json", is_flag=True, help="Print the journal as JSON.")
+@_json_option
+@_common
 def log(venv: Path | None, as_json: bool) -> None:
-    """List the install journal of a venv."""
-    from envguard import journal, render, watch
-    from envguard.probes.venv import default_venv_path
+    """List the install journal of a venv.
+
+    \b
+    Example:
+      envguard log
+
+    \b
+    Exit codes: 0, 2 error (a damaged journal names its line).
+    """
+    from envguard.commands import journal
 
     with _errors():
-        path = watch.journal_path(default_venv_path(venv))
-        entries = journal.read(path)
-        result = {"journal": str(path), "entries": [e.to_dict() for e in entries]}
-        _emit(as_json, "log", result, 0, lambda: render.journal_table(path, entries))
+        _emit(journal.log(_config(), venv=venv))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--venv", type=_PATH, help="The venv to check against (default: as snapshot).")
-@click.option("--json", "as_json", is_flag=True, help="Print the forecast as JSON.")
+@click.option("--expand", is_flag=True, help="List the packages the install would bring.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def preflight(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
-    """What an install would change, before it runs: envguard preflight -- pip install X."""
-    from envguard import preflight as pre
-    from envguard import render, snapshot
-    from envguard.probes.venv import default_venv_path
+@_json_option
+@_common
+def preflight(venv: Path | None, expand: bool, as_json: bool, command: tuple[str, ...]) -> None:
+    """What an install would change, before it runs; installs nothing.
+
+    \b
+    Examples:
+      envguard preflight -- uv pip install sglang==0.5.23
+      envguard preflight -- pip install vllm
+
+    \b
+    Exit codes: 0 safe, 1 it would change something critical, 2 error.
+    """
+    from envguard.commands import preflight as command_mod
 
     with _errors():
-        cmd = pre.parse(command)
-        target = default_venv_path(pre.venv_of(cmd, venv))
-        before = snapshot.take(target, default_caches=False, with_code=False)
-        forecast = pre.forecast(before, pre.dry_run(cmd, target))
-        code = 1 if forecast.critical() else 0
-        result = {"reasons": list(forecast.reasons), **forecast.report.to_dict()}
-        _emit(as_json, "preflight", result, code, lambda: render.preflight(forecast))
-    sys.exit(code)
+        _emit(command_mod.run(_config(), command, venv=venv), expand=expand)
 
 
 @cli.command(name="protect")
 @click.argument("lock", type=_PATH)
 @click.option("--venv", type=_PATH, help="The venv to protect (default: the lock's).")
 @click.option("--package", "packages", multiple=True, help="Also pin this package (repeatable).")
-def protect_cmd(lock: Path, venv: Path | None, packages: tuple[str, ...]) -> None:
-    """Make installs into the venv unable to replace torch, its CUDA wheels, triton, ..."""
-    from envguard import lockfile, protect
+@_json_option
+@_common
+def protect_cmd(lock: Path, venv: Path | None, packages: tuple[str, ...], as_json: bool) -> None:
+    """Make installs into the venv unable to replace torch, its CUDA wheels, triton, ...
+
+    \b
+    Example:
+      envguard protect lockfiles/train.envguard.toml
+
+    \b
+    Exit codes: 0, 2 error.
+    """
+    from envguard.commands import manage
 
     with _errors():
-        locked = lockfile.read(lock)
-        done = protect.protect(locked, venv or Path(locked.venv.path), packages)
-        click.echo(f"protected {done.venv}: {len(done.pins)} pins in {done.constraints}")
-        click.echo(
-            "pip: always (the venv's pip.conf); uv: when the venv is activated or "
-            "through envguard run"
-        )
+        _emit(manage.protect_venv(_config(), lock, venv=venv, extra=packages))
 
 
 @cli.command(name="unprotect")
 @click.option("--venv", type=_PATH, help="The venv (default: as snapshot).")
-def unprotect_cmd(venv: Path | None) -> None:
-    """Lift envguard protect."""
-    from envguard import protect
-    from envguard.probes.venv import default_venv_path
+@_json_option
+@_common
+def unprotect_cmd(venv: Path | None, as_json: bool) -> None:
+    """Lift envguard protect.
+
+    \b
+    Exit codes: 0, 2 error.
+    """
+    from envguard.commands import manage
 
     with _errors():
-        target = default_venv_path(venv)
-        lifted = protect.unprotect(target)
-        click.echo(f"unprotected {target}" if lifted else f"{target} was not protected")
+        _emit(manage.unprotect_venv(_config(), venv=venv))
 
 
 @cli.command()
 @click.argument("lock", type=_PATH)
 @click.argument("snapshots", nargs=-1, required=True, type=_PATH)
-@click.option("--all", "show_all", is_flag=True, help="A row for every node, agreeing ones too.")
-@click.option(
-    "--fail-on",
-    type=click.Choice(["critical", "warning", "any"]),
-    default="warning",
-    show_default=True,
-    help="The least severe change that makes a node drift (exit 1).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as a JSON envelope.")
+@click.option("--all", "show_all", is_flag=True, help="A line for every node, agreeing ones too.")
+@_judging
+@_json_option
+@_common
 def fleet(
-    lock: Path, snapshots: tuple[Path, ...], show_all: bool, fail_on: str, as_json: bool
+    lock: Path,
+    snapshots: tuple[Path, ...],
+    show_all: bool,
+    fail_on: str | None,
+    only: str | None,
+    ignore: str | None,
+    as_json: bool,
 ) -> None:
-    """Compare node SNAPSHOTS (files or folders) with LOCK and with each other."""
-    from envguard import fleet as fleet_mod
-    from envguard import lockfile, render
+    """Compare node SNAPSHOTS (files or folders) with LOCK and with each other.
+
+    \b
+    Example:
+      envguard fleet lockfiles/train.envguard.toml /shared/envguard/fleet/
+
+    \b
+    Exit codes: 0 all match, 1 a node drifts, 2 unusable files (or error).
+    """
+    from envguard.commands import fleet as command
 
     with _errors():
-        report = fleet_mod.compare(lockfile.read(lock), fleet_mod.expand(snapshots), fail_on)
-        code = 1 if report.drifted() else 2 if report.problems else 0
-        _emit(
-            as_json,
-            "fleet",
-            report.to_dict(),
-            code,
-            lambda: render.fleet_report(report, show_all=show_all),
-        )
-    sys.exit(code)
+        cfg = _config(fail_on=fail_on, only=only, ignore=ignore)
+        _emit(command.run(cfg, lock, snapshots), show_all=show_all)
 
 
 def main() -> None:
-    """Usage errors, like library errors, are one red line and exit 2."""
+    """Usage errors, like library errors, are one line and exit 2 (an envelope too under
+    --json)."""
     try:
         code = cli.main(prog_name="envguard", standalone_mode=False)
     except click.exceptions.Abort:
@@ -512,5 +601,7 @@ def main() -> None:
         ctx = getattr(exc, "ctx", None)
         sub = f" {ctx.info_name}" if ctx is not None and ctx.parent is not None else ""
         hint = f" (envguard{sub} -h)" if ctx is not None else ""
+        _UI.as_json = _UI.as_json or "--json" in sys.argv[1:]
+        _UI.command = _UI.command or (ctx.info_name if ctx is not None and ctx.parent else "")
         _fail(exc.format_message() + hint, code=exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

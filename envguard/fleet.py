@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import drift, lockfile, snapshot
+from envguard.config import Config
 from envguard.errors import LockfileError
 from envguard.model import Record, Snapshot
 
@@ -87,11 +88,11 @@ _AREA = {
     "torch": "torch", "cuda": "cuda", "cudnn": "cuda", "nccl": "cuda", "driver": "gpu",
     "gpus": "gpu", "head": "code", "patch": "code", "cache": "caches",
 }  # fmt: skip
-_LOCK: list[tuple[Snapshot, str]] = []  # (lock, fail_on) in each worker process
+_LOCK: list[tuple[Snapshot, Config]] = []  # (lock, the project's policy) in each worker
 
 
-def _init(lock: Snapshot, fail_on: str) -> None:
-    _LOCK[:] = [(lock, fail_on)]
+def _init(lock: Snapshot, cfg: Config) -> None:
+    _LOCK[:] = [(lock, cfg)]
 
 
 def _load(path: Path) -> Loaded | str:
@@ -100,34 +101,37 @@ def _load(path: Path) -> Loaded | str:
         snap = lockfile.read(path)
     except LockfileError as exc:
         return str(exc)
-    lock, fail_on = _LOCK[0]
+    lock, cfg = _LOCK[0]
     snap = snapshot.stored_against(lock, snap)
-    counted = [c for c in drift.compare(lock, snap).changes if c.counts_at(fail_on)]
+    report = drift.compare(lock, snap).only(cfg.only, cfg.ignore)
+    report = report.without(cfg.ignore_env, cfg.ignore_paths)
+    counted = [c for c in report.changes if c.counts_at(cfg.fail_on)]
     shown = tuple(f"{c.severity} {c.subject}: {c.old} → {c.new}" for c in counted[:8])
     areas = frozenset(c.area for c in counted)
     return snap.host.hostname, facts(snap), areas, shown
 
 
-def _load_all(paths: Sequence[Path], lock: Snapshot, fail_on: str) -> list[Loaded | str]:
+def _load_all(paths: Sequence[Path], lock: Snapshot, cfg: Config) -> list[Loaded | str]:
     """In worker processes past a few hundred files: parsing TOML is CPU-bound."""
     workers = min(os.cpu_count() or 1, 32)
     if len(paths) < _PARALLEL_FROM or workers < 2:
-        _init(lock, fail_on)
+        _init(lock, cfg)
         return [_load(p) for p in paths]
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(
-        max_workers=workers, initializer=_init, initargs=(lock, fail_on)
-    ) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_init, initargs=(lock, cfg)) as pool:
         return list(pool.map(_load, paths, chunksize=max(1, len(paths) // (workers * 4))))
 
 
-def compare(lock: Snapshot, paths: Sequence[Path], fail_on: str = "warning") -> FleetReport:
+def compare(lock: Snapshot, paths: Sequence[Path], cfg: Config | None = None) -> FleetReport:
+    """``cfg``: the project's policy (fail-on, areas, ignored variables and paths), as diff
+    applies it; the defaults without one."""
+    cfg = cfg or Config(root=Path.cwd())
     want = facts(lock)
     nodes: list[Node] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
-    for path, loaded in zip(paths, _load_all(paths, lock, fail_on), strict=True):
+    for path, loaded in zip(paths, _load_all(paths, lock, cfg), strict=True):
         if isinstance(loaded, str):
             problems.append(loaded)
             continue

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envguard import catalog, drift, fleet, lockfile, snapshot
+from envguard import catalog, config, drift, fleet, lockfile, snapshot
 from envguard.errors import EnvguardError
 from envguard.model import Snapshot
 
@@ -37,14 +37,18 @@ def guard(
     ranks: bool = False,
     venv: str | os.PathLike[str] | None = None,
     repo: str | os.PathLike[str] | None = None,
-    only: Sequence[str] = (),
-    ignore: Sequence[str] = (),
+    only: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
 ) -> drift.DriftReport:
     """Raise :class:`DriftError` if this process's environment drifted; return the report.
 
     ``only``/``ignore``: areas to judge (python, torch, cuda, gpu, code, caches, libraries,
-    packages, env, host), as ``diff --only/--ignore`` takes them.
+    packages, env, host), as ``diff --only/--ignore`` takes them; by default the project's
+    ``[tool.envguard]`` settings, as diff applies them (ignored variables and paths too).
     """
+    cfg = config.load()
+    only = cfg.only if only is None else tuple(only)
+    ignore = cfg.ignore if ignore is None else tuple(ignore)
     if fail_on not in drift.FAIL_ON:
         raise EnvguardError(f"fail_on must be one of {', '.join(drift.FAIL_ON)}, not {fail_on!r}")
     unknown = sorted((set(only) | set(ignore)) - set(drift.AREAS))
@@ -59,6 +63,7 @@ def guard(
         lock_path=None if isinstance(lock, Snapshot) else Path(lock),
     )
     report = drift.compare(locked, live).only(tuple(only), tuple(ignore))
+    report = report.without(cfg.ignore_env, cfg.ignore_paths)
     mine = _summary(report, live, fail_on)
     everyone = _gather(mine) if ranks else [mine]
     failing = [r for r in everyone if r["fails"]]

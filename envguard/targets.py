@@ -1,35 +1,111 @@
-"""Which lock, venv and repo a command works on: decided here, once, for every command."""
+"""Which lock, venv and repo a command works on: decided here, once, for every command.
+
+Flags first, then ``ENVGUARD_*`` and the project's config (:mod:`envguard.config`), then
+what the project's lock recorded, then the active venv, then ``./.venv``. The lock's own venv
+comes before whatever venv happens to be active, so that pre-commit's or a tool's venv, or the
+venv envguard itself was installed into, is never compared by accident.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from envguard import lockfile
-from envguard.errors import VenvError
+from envguard.config import Config
+from envguard.errors import LockfileError, VenvError
 from envguard.model import Snapshot
-from envguard.probes.venv import default_venv_path, locate
+from envguard.probes.venv import locate
 
 
-def venv(explicit: Path | None) -> Path:
-    """The venv a command without a lock works on: --venv, else the active one, else ./.venv."""
-    return default_venv_path(explicit)
+def venv(explicit: Path | None, cfg: Config) -> Path:
+    """The venv a command that records one works on (``snapshot``): --venv, the configured
+    venv, the active venv, ``.venv`` here or at the project's root."""
+    for candidate in (explicit, cfg.venv):
+        if candidate is not None:
+            return candidate
+    return _active_or_local(cfg)
 
 
-def venv_for(lock: Snapshot, explicit: Path | None) -> Path:
-    """The live venv to compare with ``lock``: --venv, else the venv the lock recorded (the
-    training venv, whatever venv happens to be active: pre-commit's, a tool's), else the
-    active one or ./.venv (a lock brought from another machine)."""
-    if explicit is not None:
-        return explicit
+def venv_for(lock: Snapshot, explicit: Path | None, cfg: Config) -> Path:
+    """The live venv to compare with ``lock``: --venv, the configured venv, the venv the lock
+    recorded (when it is here), else the active one or ``.venv`` (a lock brought from another
+    machine)."""
+    for candidate in (explicit, cfg.venv):
+        if candidate is not None:
+            return candidate
     recorded = Path(lock.venv.path)
     if recorded.is_dir():
         return recorded
     try:
-        return default_venv_path(None)
+        return _active_or_local(cfg)
     except VenvError:
         raise VenvError(
             f"the lock's venv {recorded} does not exist here: pass --venv PATH"
         ) from None
+
+
+def _active_or_local(cfg: Config) -> Path:
+    active = os.environ.get("VIRTUAL_ENV")
+    if active:
+        return Path(active)
+    for local in (Path(".venv"), cfg.root / ".venv"):
+        if local.is_dir():
+            return local
+    raise VenvError(
+        "no venv given: pass --venv PATH, set venv in [tool.envguard], activate one, or run "
+        "where ./.venv exists"
+    )
+
+
+def lock_for(
+    explicit: Path | None, venv_path: Path | None, cfg: Config
+) -> tuple[Path, Snapshot, Path]:
+    """(lockfile, its snapshot, the venv to compare it with) for ``diff [LOCK] [--venv]``:
+    LOCK, else the configured lock, else the lock of the venv given or configured, else the
+    project's only lock (with the venv it recorded), else the active venv's lock."""
+    path = explicit or cfg.lock
+    if path is None and (venv_path is not None or cfg.venv is not None):
+        path = _lock_of(venv(venv_path, cfg), cfg)
+    if path is None:
+        try:
+            path = _only_lock(cfg)
+        except LockfileError as several:  # the active venv's, if it is one of them
+            try:
+                path = _lock_of(venv(None, cfg), cfg)
+            except (VenvError, LockfileError):
+                raise several from None
+    if path is None:
+        path = _lock_of(venv(venv_path, cfg), cfg)
+    locked = lockfile.read(path)
+    return path, locked, venv_for(locked, venv_path, cfg)
+
+
+def _lock_of(venv_path: Path, cfg: Config) -> Path:
+    env = locate(venv_path)
+    return lockfile.find_for_venv(env.name, env.info.path, cfg.lockfiles)
+
+
+def _only_lock(cfg: Config) -> Path | None:
+    """The project's lock when it has exactly one; None when it has none."""
+    found = sorted(cfg.lockfiles.glob(f"*{lockfile.SUFFIX}")) if cfg.lockfiles.is_dir() else []
+    if len(found) > 1:
+        names = ", ".join(p.name for p in found[:5])
+        raise LockfileError(
+            f"{len(found)} lockfiles in {cfg.lockfiles} ({names}): pass one, or set lock in "
+            "[tool.envguard]"
+        )
+    return found[0] if found else None
+
+
+def lock_of_venv(venv_path: Path, cfg: Config) -> tuple[Path, Snapshot | None]:
+    """A venv's lockfile (where its journal sits beside it) and its snapshot, if any."""
+    env = locate(venv_path)
+    try:
+        path = lockfile.find_for_venv(env.name, env.info.path, cfg.lockfiles)
+    except LockfileError:
+        return lockfile.default_path(env.name, cfg.lockfiles), None
+    return path, lockfile.read(path)
 
 
 def repo_for(lock: Snapshot) -> Path | None:
@@ -56,14 +132,3 @@ def _inside(path: Path, root: Path) -> bool:
     except ValueError:
         return False
     return True
-
-
-def lock_for(explicit: Path | None, venv_path: Path | None) -> tuple[Path, Snapshot, Path]:
-    """(lockfile, its snapshot, the venv to compare it with) for ``diff [LOCK] [--venv]``."""
-    if explicit is not None:
-        locked = lockfile.read(explicit)
-        return explicit, locked, venv_for(locked, venv_path)
-    target = venv(venv_path)
-    env = locate(target)
-    path = lockfile.find_for_venv(env.name, env.info.path)
-    return path, lockfile.read(path), target

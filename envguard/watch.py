@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envguard import _run, drift, journal, lockfile, snapshot
+from envguard import _run, drift, journal, snapshot
 from envguard.errors import EnvguardError
 from envguard.model import Snapshot
-from envguard.probes.venv import locate
 from envguard.versions import same
 
 
@@ -21,20 +20,6 @@ class Watched:
     entry: journal.Entry
     report: drift.DriftReport
     journal_path: Path
-
-
-def lock_of(venv: Path, folder: Path = lockfile.DEFAULT_DIR) -> tuple[Path, Snapshot | None]:
-    """The venv's lockfile (where its journal sits beside it) and its snapshot, if any."""
-    env = locate(venv)
-    try:
-        path = lockfile.find_for_venv(env.name, env.info.path, folder)
-    except EnvguardError:
-        return lockfile.default_path(env.name, folder), None
-    return path, lockfile.read(path)
-
-
-def journal_path(venv: Path, folder: Path = lockfile.DEFAULT_DIR) -> Path:
-    return journal.path_for(lock_of(venv, folder)[0])
 
 
 def run(

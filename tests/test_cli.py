@@ -83,7 +83,8 @@ def test_diff_of_two_lockfiles_json_envelope(tmp_path: Path, venv: Path, repo: P
     assert done.returncode == 1
     doc = json.loads(done.stdout)
     # The envelope is a public contract: these keys and this schema number are pinned.
-    assert list(doc) == ["schema", "tool", "version", "kind", "exit_code", "result"]
+    assert list(doc) == ["schema", "tool", "version", "kind", "exit_code", "result", "error"]
+    assert doc["error"] is None
     assert (doc["schema"], doc["tool"], doc["kind"], doc["exit_code"]) == (1, "envguard", "diff", 1)
     change = next(c for c in doc["result"]["changes"] if c["subject"] == "train.py")
     assert set(change) >= {"severity", "area", "subject", "old", "new", "why"}
@@ -131,7 +132,7 @@ def test_snapshot_json(tmp_path: Path, venv: Path) -> None:
         "snapshot", "--venv", str(venv), "-o", str(tmp_path / "s.toml"), "--json", cwd=tmp_path
     )
     doc = json.loads(done.stdout)
-    assert doc["kind"] == "snapshot" and doc["result"]["lockfile"] == str(tmp_path / "s.toml")
+    assert doc["kind"] == "snapshot" and tmp_path / doc["result"]["lockfile"] == tmp_path / "s.toml"
     assert doc["result"]["packages"][0]["name"] == "numpy"
 
 

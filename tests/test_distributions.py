@@ -81,16 +81,6 @@ def test_not_a_venv(tmp_path: Path) -> None:
         venv.locate(tmp_path / "file")
 
 
-def test_default_venv(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(VenvError, match="--venv"):
-        venv.default_venv_path(None)
-    (tmp_path / ".venv").mkdir()
-    assert venv.default_venv_path(None) == Path(".venv")
-    monkeypatch.setenv("VIRTUAL_ENV", "/somewhere")
-    assert venv.default_venv_path(None) == Path("/somewhere")
-
-
 def test_name_of_a_dot_venv_is_its_project(tmp_path: Path) -> None:
     located = venv.locate(make_venv(tmp_path / "proj" / ".venv"))
     # uv writes prompt = the project folder's name

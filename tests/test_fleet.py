@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from envguard import fleet, lockfile
+from envguard.config import Config
 from tests.factories import base, inductor, torch_build
 from tests.test_cli import envguard
 
@@ -52,7 +53,7 @@ def test_cli_matrix_and_bad_files(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     first = done.stdout.splitlines()[0]
     assert first.startswith("2 of 9 nodes drift from the lock")
-    assert "outliers gpu-06: torch: 2.11.0+cu128 (lock) → 2.11.0+cu130" in done.stdout
+    assert "gpu-06" in done.stdout and "torch: 2.11.0+cu128 → 2.11.0+cu130" in done.stdout
     assert "broken.envguard.toml: not valid TOML" in done.stdout
     assert "schema 9" in done.stdout and "host gpu-01 also in" in done.stdout
     doc = json.loads(envguard("fleet", str(lock), str(nodes), "--json").stdout)
@@ -79,7 +80,8 @@ def test_a_node_verdict_is_the_diff_verdict(tmp_path: Path) -> None:
     report = fleet.compare(lockfile.read(lock), [node])
     assert report.drifted() and report.nodes[0].differs == ()
     assert report.nodes[0].changes == ("warning numpy: 2.3.0 → 2.4.0",)
-    assert not fleet.compare(lockfile.read(lock), [node], fail_on="critical").drifted()
+    strict = Config(root=tmp_path, fail_on="critical")
+    assert not fleet.compare(lockfile.read(lock), [node], strict).drifted()
     diffed = envguard("diff", str(lock), str(node), "--json")
     assert diffed.returncode == 1
 

@@ -58,11 +58,11 @@ def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monke
     assert group.why.startswith(f"{N_SGLANG_DEPS + 1 + 3} packages added and 2 changed together")
     assert any(m.startswith("~ torch 2.11.0+cu128 → 2.11.0+cu130") for m in group.members)
     # attribution: the install group's root, and the requirement that pulled the new version
-    assert torch.cause == "installed with sglang 0.5.23; sglang 0.5.23 requires torch==2.11.0"
-    assert whys["transformers"].cause.endswith("sglang 0.5.23 requires transformers==5.8.1")
+    assert torch.cause == "installed with sglang 0.5.23 (sglang requires torch==2.11.0)"
+    assert whys["transformers"].cause.endswith("(sglang requires transformers==5.8.1)")
     assert whys["CUDA runtime"].cause == (
-        "nvidia-cuda-runtime 13.0.96: installed with sglang 0.5.23; "
-        "torch 2.11.0+cu130 requires nvidia-cuda-runtime==13.0.96"
+        "nvidia-cuda-runtime 13.0.96, installed with sglang 0.5.23 "
+        "(torch requires nvidia-cuda-runtime==13.0.96)"
     )
     assert "+ sglang 0.5.23" in group.members  # the root has no cause but itself
     cache = whys["Inductor cache"]

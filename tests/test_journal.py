@@ -65,7 +65,8 @@ def test_run_streams_journals_and_returns_the_exit_code(tmp_path: Path) -> None:
     # the journal wins over inference: diff names the command that did it
     diff = envguard("diff", str(lock), "--venv", str(venv), "--json", cwd=tmp_path)
     torch = next(c for c in json.loads(diff.stdout)["result"]["changes"] if c["subject"] == "torch")
-    assert torch["cause"].startswith(f"by `{uv_bin()} pip install --offline")
+    assert torch["cause"] == "by `uv pip install needs-new-torch` (journal #1)"
+    assert torch["cause_detail"].startswith(f"by `{uv_bin()} pip install --offline")
 
 
 def test_secrets_in_the_command_stay_out_of_the_journal(tmp_path: Path) -> None:
@@ -91,7 +92,7 @@ def test_corrupt_journal(tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and ":1: not a journal entry" in done.stderr
     diff = envguard("diff", str(lock), "--venv", str(venv), cwd=tmp_path)
-    assert diff.returncode == 0 and "causes are inferred instead" in diff.stderr
+    assert diff.returncode == 0 and "causes are inferred instead" in diff.stdout
 
 
 def test_nothing_to_run(tmp_path: Path) -> None:

@@ -221,7 +221,7 @@ def test_the_incident(project: Project, sglang_house: Path) -> None:
     }
     torch = v.one("torch")
     assert torch["why"].startswith("same source (git 70d99e9), CUDA build 12.8 → 13.0")
-    assert torch["cause"] == "installed with sglang 0.5.23; sglang 0.5.23 requires torch==2.11.0"
+    assert torch["cause"] == "installed with sglang 0.5.23 (sglang requires torch==2.11.0)"
 
 
 def test_a_commit_that_changes_the_training_code(project: Project) -> None:
@@ -677,7 +677,8 @@ def test_envguard_settings_added_to_pyproject_but_not_committed(project: Project
     project.commit("pyproject")
     project.snapshot()
     project.write(
-        "pyproject.toml", '[project]\nname = "train"\nversion = "1"\n\n[tool.envguard]\nx = 1\n'
+        "pyproject.toml",
+        '[project]\nname = "train"\nversion = "1"\n\n[tool.envguard]\nfail-on = "warning"\n',
     )
     assert project.verdict().found() == set()
 

@@ -60,22 +60,28 @@ _ATTRIBUTED = ("torch", "libraries", "packages", "cuda")
 _CUDA_PARTS = {"CUDA runtime": "runtime", "cuDNN": "cudnn", "NCCL": "nccl"}
 
 
-def _attributed(change: Change, causes: dict[str, str], new: Snapshot) -> Change:
+def _attributed(change: Change, causes: dict[str, attribution.Cause], new: Snapshot) -> Change:
     if change.area not in _ATTRIBUTED:
         return change
     if change.members:
         members = tuple(
-            f"{m} ({causes[name]})" if (name := m.split(" ")[1]) in causes else m
+            f"{m} ({causes[name].member()})"
+            if (name := m.split(" ")[1]) in causes and causes[name].member()
+            else m
             for m in change.members
         )
         return dataclasses.replace(change, members=members)
     cause = causes.get(change.subject)
+    short, full = (cause.short(), cause.full()) if cause else ("", "")
     part = _CUDA_PARTS.get(change.subject)
     if part and change.area == "cuda":
-        # a CUDA library's cause is its wheel's: "nvidia-cudnn-cu13 9.19.0.56: installed with …"
+        # a CUDA library's cause is its wheel's: "nvidia-cudnn-cu13 9.19.0.56, installed with …"
         lib = getattr(new.cuda, part)
         wheel = lib.wheel if lib else None
         if wheel and wheel in causes:
             version = next((d.version for d in new.packages if d.name == wheel), "")
-            cause = f"{wheel} {version}: {causes[wheel]}"
-    return dataclasses.replace(change, cause=cause) if cause else change
+            short = f"{wheel} {version}, {causes[wheel].short()}"
+            full = f"{wheel} {version}, {causes[wheel].full()}"
+    if not short:
+        return change
+    return dataclasses.replace(change, cause=short, cause_detail=full)

@@ -22,7 +22,8 @@ class Change(Record):
     why: str
     members: tuple[str, ...] = ()  # drill-down: the packages of a group
     patch: str = ""  # the code file's change, for --show-patch
-    cause: str = ""  # who or what changed it: a journal record, or the install group
+    cause: str = ""  # who or what changed it, in short: a journal record, or the install
+    cause_detail: str = ""  # the same in full (the journal's whole command, user, time)
 
     def counts_at(self, fail_on: str) -> bool:
         """Whether this change is drift at the ``fail_on`` threshold."""
@@ -57,6 +58,17 @@ class DriftReport(Record):
             c for c in self.changes if (not only or c.area in only) and c.area not in ignore
         )
         return replace(self, changes=kept)
+
+    def without(self, env: tuple[str, ...] = (), paths: tuple[str, ...] = ()) -> DriftReport:
+        """The report without the variables and code paths a project chose not to judge
+        (shell-style globs: ``WANDB_*``, ``notebooks/*``)."""
+        from fnmatch import fnmatchcase
+
+        def left_out(c: Change) -> bool:
+            globs = env if c.area == "env" else paths if c.area == "code" else ()
+            return any(fnmatchcase(c.subject, g) for g in globs)
+
+        return replace(self, changes=tuple(c for c in self.changes if not left_out(c)))
 
 
 def cache_label(kind: str, path: str) -> str:

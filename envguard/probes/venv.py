@@ -35,19 +35,6 @@ class Environment:
         return self.root.name
 
 
-def default_venv_path(explicit: Path | None) -> Path:
-    """--venv, else $VIRTUAL_ENV, else ./.venv, else an error that asks for --venv."""
-    if explicit is not None:
-        return explicit
-    active = os.environ.get("VIRTUAL_ENV")
-    if active:
-        return Path(active)
-    local = Path(".venv")
-    if local.is_dir():
-        return local
-    raise VenvError("no venv given: pass --venv PATH, activate one, or run where ./.venv exists")
-
-
 def locate(path: Path) -> Environment:
     """Read ``path`` as a venv (pyvenv.cfg) or a conda env (conda-meta/).
 

@@ -1,0 +1,55 @@
+"""``envguard diff``: the lock against the live environment, or two lockfiles."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from envguard import drift, journal, lockfile, snapshot, targets
+from envguard.config import Config
+from envguard.drift import DriftReport
+from envguard.errors import LockfileError
+from envguard.model import Snapshot
+from envguard.results import DiffDone
+from envguard.snapshot import Progress
+
+
+def run(
+    cfg: Config,
+    locks: tuple[Path, ...] = (),
+    *,
+    venv: Path | None = None,
+    repo: Path | None = None,
+    progress: Progress | None = None,
+) -> DiffDone:
+    if len(locks) == 2:
+        old = lockfile.read(locks[0])
+        new = snapshot.stored_against(old, lockfile.read(locks[1]))
+        report = _compared(old, new, locks[0])
+        return DiffDone(report=apply(report, cfg), fail_on=cfg.fail_on, lock=str(locks[0]))
+    path, old, venv_path = targets.lock_for(locks[0] if locks else None, venv, cfg)
+    live = snapshot.live_for(old, venv_path, repo=repo, lock_path=path, progress=progress)
+    return DiffDone(
+        report=apply(_compared(old, live, path), cfg),
+        fail_on=cfg.fail_on,
+        lock=str(path),
+        venv=live.venv.path,
+    )
+
+
+def apply(report: DriftReport, cfg: Config) -> DriftReport:
+    """The project's policy: the areas judged, the variables and code paths left out."""
+    return report.only(cfg.only, cfg.ignore).without(cfg.ignore_env, cfg.ignore_paths)
+
+
+def _compared(old: Snapshot, new: Snapshot, lock: Path) -> DriftReport:
+    """``drift.compare`` with the lock's install journal; a damaged journal leaves causes
+    to inference, and says so (``envguard log`` names the line)."""
+    try:
+        entries = journal.read(journal.path_for(lock))
+    except LockfileError as exc:
+        report = drift.compare(old, new)
+        return dataclasses.replace(
+            report, notes=(*report.notes, f"{exc}; causes are inferred instead")
+        )
+    return drift.compare(old, new, entries)

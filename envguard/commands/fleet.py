@@ -1,0 +1,14 @@
+"""``envguard fleet``: node snapshots against the lock and against each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envguard import fleet, lockfile
+from envguard.config import Config
+from envguard.results import FleetDone
+
+
+def run(cfg: Config, lock: Path, snapshots: tuple[Path, ...]) -> FleetDone:
+    report = fleet.compare(lockfile.read(lock), fleet.expand(snapshots), cfg)
+    return FleetDone(report=report, fail_on=cfg.fail_on)

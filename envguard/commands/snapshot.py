@@ -1,0 +1,57 @@
+"""``envguard snapshot``: record the environment in a lockfile."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from envguard import lockfile, snapshot, targets
+from envguard.config import Config
+from envguard.results import SnapshotDone
+from envguard.snapshot import Progress
+
+
+def run(
+    cfg: Config,
+    *,
+    venv: Path | None = None,
+    repo: Path | None = None,
+    cache_dirs: Sequence[Path] = (),
+    default_caches: bool = True,
+    output: Path | None = None,
+    name: str | None = None,
+    save_cache: bool = False,
+    progress: Progress | None = None,
+) -> SnapshotDone:
+    snap = snapshot.take(
+        targets.venv(venv, cfg),
+        repo=repo,
+        repo_required=repo is not None,
+        cache_dirs=cache_dirs,
+        default_caches=default_caches,
+        name=name,
+        progress=progress,
+    )
+    path = (
+        lockfile.expand_output(output, snap)
+        if output
+        else lockfile.default_path(snap.name, cfg.lockfiles)
+    )
+    lockfile.write(path, snap)
+    archive, size = None, 0
+    if save_cache:
+        from envguard.restore import cache_archive
+
+        archive, size = cache_archive.save(snap, path)
+    return SnapshotDone(
+        lockfile=_shown(path), snapshot=snap, archive=_shown(archive) if archive else None,
+        archive_bytes=size,
+    )  # fmt: skip
+
+
+def _shown(path: Path) -> str:
+    """Relative to here when it is under here: what people type back."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,367 @@
+"""Every screen people read, as text that fits its width (:mod:`.layout`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from envguard import results
+from envguard._units import human_bytes
+from envguard.attribution import short_command
+from envguard.drift import Change, DriftReport
+from envguard.output.layout import INDENT, Painter, block, headline, listing, plural, wrap
+
+_STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
+_SUBJECT_MAX = 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class Human:
+    """``verbosity``: -1 quiet (the verdict only), 0 normal, 1 verbose (info rows in full)."""
+
+    width: int = 80
+    color: bool = False
+    verbosity: int = 0
+    expand: bool = False
+    show_patch: bool = False
+    show_all: bool = False
+
+    @property
+    def p(self) -> Painter:
+        return Painter(self.width, self.color)
+
+    def format(self, result: results.Result) -> str:
+        render: Callable[[Any], Iterator[str]] = getattr(self, f"_{result.kind}")
+        return block(render(result))
+
+    # --- diff, preflight, run: lists of changes ---------------------------------------------
+
+    def _diff(self, r: results.DiffDone) -> Iterator[str]:
+        report = r.report
+        yield self._verdict(report, r.fail_on)
+        if self.verbosity >= 0 and r.venv:
+            yield self.p.paint(f"{r.venv} against {r.lock}", "dim")
+        if self.verbosity < 0:
+            return
+        yield from self.changes(report.changes)
+        yield from self._notes(report.notes)
+
+    def _verdict(self, report: DriftReport, fail_on: str) -> str:
+        counts = report.counts()
+        parts = [self.p.paint(plural(n, s), _STYLE[s]) for s, n in counts.items() if n]
+        since = f"since {report.old}"
+        if not report.changes:
+            return f"{self.p.paint('No drift', 'bold green')}: {report.new} matches {report.old}"
+        if report.fails(fail_on):
+            return f"{self.p.paint('Drift', 'bold red')}: {', '.join(parts)} {since}"
+        level = "any change" if fail_on == "any" else f"{fail_on} or above"
+        return (
+            f"{self.p.paint('No drift', 'bold green')} {since}: nothing at {level}; "
+            f"{', '.join(parts)} below"
+        )
+
+    def changes(self, changes: tuple[Change, ...]) -> Iterator[str]:
+        shown = [c for c in changes if c.severity != "info" or self.verbosity > 0]
+        hidden = [c for c in changes if c not in shown]
+        width = min(_SUBJECT_MAX, max((len(c.subject) for c in shown), default=0))
+        for c in shown:
+            yield from self.change(c, width)
+        if hidden:
+            names = listing(list(dict.fromkeys(c.subject for c in hidden)), most=4)
+            text = f"and {plural(len(hidden), 'info change')}: {names} (-v shows them)"
+            yield from (self.p.paint(line, "dim") for line in wrap(text, self.p.width, 0))
+        if not self.expand and any(c.members for c in shown):
+            yield self.p.paint("--expand lists the packages of each group", "dim")
+        if self.show_patch:
+            for c in changes:
+                if c.patch:
+                    yield self.p.paint(f"--- change to {c.subject}", "bold")
+                    yield c.patch.rstrip("\n")
+
+    def change(self, c: Change, subject_width: int) -> Iterator[str]:
+        yield from headline(
+            c.severity, c.subject, c.old, c.new, self.p,
+            label_style=_STYLE[c.severity], subject_width=subject_width,
+        )  # fmt: skip
+        yield from wrap(c.why, self.p.width)
+        if c.cause:
+            yield from (self.p.paint(x, "dim") for x in wrap(c.cause, self.p.width))
+        if self.expand:
+            for member in c.members:
+                yield from wrap(member, self.p.width, INDENT + 2, first=" " * INDENT)
+
+    def _notes(self, notes: tuple[str, ...]) -> Iterator[str]:
+        for note in notes:
+            label = self.p.paint("warning:", "yellow")
+            lines = wrap(note, self.p.width, INDENT, first="warning: ")
+            yield label + lines[0][len("warning:") :]
+            yield from lines[1:]
+
+    def _preflight(self, r: results.PreflightDone) -> Iterator[str]:
+        report = r.forecast.report
+        if not report.changes:
+            safe = self.p.paint("Safe", "bold green")
+            yield f"{safe}: this install changes nothing envguard tracks"
+            return
+        verdict = (
+            self.p.paint("Would break the training set", "bold red")
+            if r.forecast.critical()
+            else self.p.paint("Would change the environment", "yellow")
+        )
+        counts = ", ".join(plural(n, s) for s, n in report.counts().items() if n)
+        yield f"{verdict}: {counts} in {r.venv}"
+        if self.verbosity < 0:
+            return
+        for line in r.forecast.reasons:
+            yield from wrap(line, self.p.width, 2, first="  ")
+        yield from self.changes(report.changes)
+
+    def _run(self, r: results.RunDone) -> Iterator[str]:
+        e = r.watched.entry
+        yield (
+            f"{self.p.paint('envguard', 'bold')}: `{short_command(e.command)}` "
+            f"exited {e.exit_code}; "
+            f"{len(e.added)} added, {len(e.changed)} changed, {len(e.removed)} removed "
+            f"(journal: {r.watched.journal_path})"
+        )
+        if self.verbosity >= 0:
+            yield from self.changes(r.watched.report.changes)
+
+    # --- snapshot -----------------------------------------------------------------------------
+
+    def _snapshot(self, r: results.SnapshotDone) -> Iterator[str]:
+        snap = r.snapshot
+        if self.verbosity < 0:
+            yield r.lockfile
+            return
+        torch = f"torch {snap.torch.version}" if snap.torch else "no torch"
+        yield from wrap(
+            f"Snapshot of {snap.venv.path} → {r.lockfile}: Python {snap.python.version}, "
+            f"{plural(len(snap.packages), 'distribution')}, {torch}",
+            self.p.width, 2, first="",
+        )  # fmt: skip
+        for what, value in _facts(snap):
+            yield from wrap(value, self.p.width, 16, first=f"  {what:<13} ")
+        if r.archive:
+            yield f"  saved the compile caches to {r.archive} ({human_bytes(r.archive_bytes)})"
+        yield from self._notes(snap.warnings)
+
+    # --- fleet ------------------------------------------------------------------------------
+
+    def _fleet(self, r: results.FleetDone) -> Iterator[str]:
+        report = r.report
+        bad = [n for n in report.nodes if n.fails]
+        nodes = plural(len(report.nodes), "node")
+        groups = plural(len(report.groups), "group")
+        head = (
+            self.p.paint(f"{len(bad)} of {nodes} drift", "bold red") + " from the lock"
+            if bad
+            else self.p.paint(f"All {nodes} match the lock", "bold green")
+        )
+        yield f"{head}; {groups} of nodes that agree"
+        if self.verbosity < 0:
+            return
+        lock = ", ".join(f"{k} {v}" for k, v in report.lock.items())
+        yield from wrap(lock, self.p.width, INDENT, first=self.p.paint("lock", "bold") + " " * 6)
+        width = min(_SUBJECT_MAX, max((len(n.host) for n in report.nodes), default=0))
+        agreeing = 0
+        for node in report.nodes:
+            if not (node.fails or node.differs or self.show_all):
+                agreeing += 1
+                continue
+            label = "drift" if node.fails else "ok"
+            facts = "; ".join(d.replace(" (lock) ", " ") for d in node.differs)
+            yield from headline(label, node.host, "", facts, self.p,
+                                label_style="bold red" if node.fails else "green",
+                                subject_width=width)  # fmt: skip
+            for change in node.changes:
+                yield from wrap(change, self.p.width)
+        if agreeing:
+            yield f"{plural(agreeing, 'node')} match the lock (--all lists them)"
+        for problem in report.problems:
+            yield from wrap(
+                problem, self.p.width, INDENT, first=self.p.paint("unusable", "yellow") + "  "
+            )
+
+    # --- log, export, protect, backups --------------------------------------------------------
+
+    def _log(self, r: results.LogDone) -> Iterator[str]:
+        if not r.entries:
+            yield f"no journal entries in {r.journal}"
+            return
+        for i, e in enumerate(r.entries, start=1):
+            counts = f"+{len(e.added)} ~{len(e.changed)} -{len(e.removed)}"
+            when = e.finished.replace("T", " ").rstrip("Z")
+            yield f"#{i:<3} {when}  {e.user}@{e.host}  exit {e.exit_code}  {counts}"
+            yield from wrap(" ".join(e.command), self.p.width, 5)
+
+    def _export(self, r: results.ExportDone) -> Iterator[str]:
+        yield f"wrote {r.output} ({r.format}, PEP 751): {plural(r.packages, 'package')}"
+
+    def _protect(self, r: results.ProtectDone) -> Iterator[str]:
+        p = r.protection
+        yield f"protected {p.venv}: {plural(len(p.pins), 'pin')} in {p.constraints}"
+        yield from wrap(
+            "pip: always (the venv's pip.conf); uv: when the venv is activated or through "
+            "envguard run", self.p.width, 2, first="  ",
+        )  # fmt: skip
+
+    def _unprotect(self, r: results.UnprotectDone) -> Iterator[str]:
+        yield f"unprotected {r.venv}" if r.lifted else f"{r.venv} was not protected"
+
+    def _backups(self, r: results.BackupsDone) -> Iterator[str]:
+        listed = r.backups
+        for b in listed.removed:
+            yield f"removed {b.path} ({human_bytes(b.bytes)})"
+        for path in listed.kept_in_use:
+            yield f"{self.p.paint('kept', 'yellow')} {path}: a process still runs from it"
+        if not listed.backups:
+            yield f"no backups beside {listed.venv}"
+        for b in listed.backups:
+            yield from wrap(
+                f"{human_bytes(b.bytes)}, kept {b.created}", self.p.width, 2, first=b.path + "  "
+            )
+
+    def _restore(self, r: results.RestoreDone) -> Iterator[str]:
+        """Only what was not streamed already: the JSON-less end of a restore."""
+        if r.result.error and r.result.saved and not r.result.code:
+            yield f"saved your uncommitted work as {r.result.saved}"
+
+    def _error(self, r: results.Failed) -> Iterator[str]:
+        yield r.message
+
+    # --- restore, streamed step by step ---------------------------------------------------------
+
+    def restore_plan(self, plan: Any, *, full: bool, unchanged: bool) -> str:
+        return block(self._plan(plan, full=full, unchanged=unchanged))
+
+    def _plan(self, plan: Any, *, full: bool, unchanged: bool) -> Iterator[str]:
+        if unchanged:
+            yield from wrap(
+                f"{self.p.paint('Already matches the lock', 'bold green')}: {plan.venv} "
+                "(nothing rebuilt; --rebuild forces it)", self.p.width, 2, first="",
+            )  # fmt: skip
+            return
+        yield from wrap(
+            f"{self.p.paint('Restore plan', 'bold')} for {plan.venv}: Python {plan.python}, "
+            f"{plural(len(plan.pins), 'pin')} from {plan.indexes}", self.p.width, 2, first="",
+        )  # fmt: skip
+        shown = [pin for pin in plan.pins if full or pin.source != "the default index"]
+        width = min(36, max((len(pin.requirement) for pin in shown), default=0))
+        for pin in shown:
+            yield from headline("pin", pin.requirement, "", pin.source, self.p, subject_width=width)
+        if len(shown) < len(plan.pins):
+            rest = len(plan.pins) - len(shown)
+            yield f"and {plural(rest, 'pin')} from the default index (--dry-run lists every pin)"
+        for line in plan.changes:
+            name, _, values = line.partition(" ")
+            old, _, new = values.partition(" → ")
+            yield from headline("changes", name, old, new, self.p, label_style="yellow")
+        for removal in plan.removals:
+            yield from wrap(removal.summary, self.p.width, INDENT,
+                            first=self.p.paint("goes away", "red") + " ")  # fmt: skip
+        for line in plan.skipped:
+            yield from wrap(line, self.p.width, INDENT, first=self.p.paint("cannot pin", "yellow"))
+        if plan.system_site_packages:
+            yield "the venv sees the base interpreter's packages (--system-site-packages)"
+        if not plan.replaces_existing:
+            yield f"{plan.venv} does not exist yet: it will be created"
+
+    def restore_step(self, step: Any) -> str:
+        from envguard.restore.build import Outcome
+        from envguard.restore.parts import CacheStep, CodeStep
+
+        steps: dict[type, Callable[[Any], Iterator[str]]] = {
+            Outcome: self._venv_step, CacheStep: self._cache_step, CodeStep: self._code_step,
+        }  # fmt: skip
+        return block(steps[type(step)](step))
+
+    def _venv_step(self, o: Any) -> Iterator[str]:
+        for note in o.recovered:
+            yield from wrap(
+                note, self.p.width, INDENT, first=self.p.paint("recovered", "yellow") + " "
+            )
+        if o.unchanged:
+            return
+        yield (
+            f"{self.p.paint('Restored', 'bold green')} {o.venv}: "
+            f"{plural(len(o.plan.pins), 'package')} match the lock"
+        )
+        if o.backup:
+            yield from wrap(f"the old venv is kept at {o.backup}", self.p.width, 2, first="")
+        if o.protection:
+            yield f"envguard protect's pins: {o.protection}"
+        if o.import_check:
+            yield f"import torch: {o.import_check}"
+
+    def _cache_step(self, step: Any) -> Iterator[str]:
+        if step.dry_run:
+            yield f"would unpack {step.archive} if its caches fit this venv"
+            return
+        for kind, path, files in zip(step.kind, step.paths, step.files, strict=True):
+            yield from wrap(
+                f"{self.p.paint('Restored cache', 'bold green')}: {kind}, "
+                f"{plural(files, 'file')} into {path}", self.p.width, 2, first="",
+            )  # fmt: skip
+
+    def _code_step(self, code: Any) -> Iterator[str]:
+        if code.dry_run:
+            yield from wrap(
+                f"would check out {code.head[:12]} in {code.root} and apply a patch of "
+                f"{plural(code.files, 'file')} (uncommitted work is stashed first)",
+                self.p.width, 2, first="",
+            )  # fmt: skip
+            return
+        if code.saved:
+            yield from wrap(
+                f"saved your uncommitted work as {code.saved}", self.p.width, 2, first=""
+            )
+        where = code.branch or "detached HEAD"
+        yield from wrap(
+            f"{self.p.paint('Restored code', 'bold green')}: {code.root} is at {code.head[:12]} "
+            f"({where}) with the snapshot's patch ({plural(code.files, 'file')})",
+            self.p.width, 2, first="",
+        )  # fmt: skip
+        if code.kept:
+            yield from wrap(f"envguard's own files kept in place: {', '.join(code.kept)}",
+                            self.p.width, 2, first="")  # fmt: skip
+
+
+def _facts(snap: Any) -> Iterator[tuple[str, str]]:
+    yield "Python", f"{snap.python.implementation} {snap.python.version} ({snap.python.abi})"
+    if snap.torch:
+        t = snap.torch
+        git = f", git {t.git_version[:7]}" if t.git_version else ""
+        yield "torch", f"{t.version} from {t.index_url} (read from {t.source}{git})"
+    for b in snap.torch_family:
+        yield b.name, b.version
+    cuda = snap.cuda
+    for label, lib in (("CUDA runtime", cuda.runtime), ("cuDNN", cuda.cudnn), ("NCCL", cuda.nccl)):
+        if lib:
+            yield label, f"{lib.version} ({lib.wheel or lib.source})"
+    gpus = ", ".join(f"{g.name} (sm {g.compute_capability})" for g in snap.gpu.gpus)
+    yield "GPUs", f"{gpus or 'none'}; driver {snap.gpu.driver or 'none'}"
+    libs = ", ".join(f"{k} {v}" for k, v in snap.key_libraries.items() if k != "torch")
+    if libs:
+        yield "libraries", libs
+    for c in snap.caches:
+        entries = plural(c.entries, "entry", "entries")
+        state = (
+            f"{entries}, {plural(c.files, 'file')}, {human_bytes(c.bytes)}"
+            if c.exists
+            else "absent"
+        )
+        yield f"{c.kind} cache", f"{c.path}: {state}"
+    if snap.code:
+        code = snap.code
+        dirty = f"dirty, {plural(len(code.changed), 'file')}" if code.dirty else "clean"
+        head = code.head[:12] or "(no commits)"
+        yield "code", f"{code.root} @ {head} {code.branch or 'detached'} ({dirty})"
+    yield "env vars", f"{len(snap.environ)} training-relevant"
+    host = snap.host
+    yield (
+        "host",
+        f"{host.hostname}, {host.os}, {plural(host.cpu_count, 'CPU')}, "
+        f"{human_bytes(host.memory_bytes)}",
+    )

@@ -1,0 +1,29 @@
+"""The versioned JSON envelope every ``--json`` prints: one document per run.
+
+Its keys are a contract pinned by a test: ``schema``, ``tool``, ``version``, ``kind``,
+``exit_code``, ``result``, and ``error`` (null unless the command failed; then ``result`` is
+null too).
+"""
+
+from __future__ import annotations
+
+import json
+
+from envguard import __version__, results
+
+SCHEMA = 1
+
+
+class Json:
+    def format(self, result: results.Result) -> str:
+        error = result.error
+        doc = {
+            "schema": SCHEMA,
+            "tool": "envguard",
+            "version": __version__,
+            "kind": result.command_name,
+            "exit_code": result.exit_code,
+            "result": None if error is not None else result.to_dict(),
+            "error": error,
+        }
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

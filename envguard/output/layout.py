@@ -1,0 +1,88 @@
+"""The one text layout of envguard's screens, in the idiom of ruff, cargo and git.
+
+A line per item: its severity (or a label) and subject, then ``old → new``; its reason and
+cause on indented lines below, wrapped at word boundaries. A value (a version, a path, a
+hash) is never broken: when a line cannot hold it, it moves to a line of its own. Every line
+fits the width unless a single value is longer than the width itself.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from envguard import _term
+
+INDENT = 10  # "critical  " and "warning   " line up the subjects
+ARROW = " → "
+
+
+@dataclass(frozen=True)
+class Painter:
+    width: int
+    color: bool
+
+    def paint(self, text: str, style: str) -> str:
+        return _term.paint(text, style, self.color)
+
+
+def wrap(text: str, width: int, indent: int = INDENT, first: str | None = None) -> list[str]:
+    """``text`` wrapped at word boundaries (never inside a word: a long path stays whole),
+    every line indented by ``indent`` spaces, or the first one starting with ``first``."""
+    pad = " " * indent
+    lines = textwrap.wrap(
+        text,
+        width=max(20, width),
+        initial_indent=first if first is not None else pad,
+        subsequent_indent=pad,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return lines or [first.rstrip() if first else ""]
+
+
+def headline(
+    label: str,
+    subject: str,
+    old: str,
+    new: str,
+    p: Painter,
+    *,
+    label_style: str = "",
+    subject_width: int = 16,
+) -> list[str]:
+    """``label  subject  old → new``, with the values moved down, whole, when they do not
+    fit beside the subject."""
+    gap = " " * max(1, INDENT - len(label))
+    subj = subject.ljust(subject_width) if subject else ""
+    plain = (label + gap + subj).rstrip()
+    head = (p.paint(label, label_style) if label_style else label) + plain[len(label) :]
+    values = _values(old, new)
+    if not values:
+        return [head]
+    if len(plain) + 2 + len(values) <= p.width:
+        return [f"{head}  {values}"]
+    pad = " " * INDENT
+    if INDENT + len(values) <= p.width or not (old and new):
+        return [head, pad + values]
+    return [head, f"{pad}{old}{ARROW.rstrip()}", pad + new]  # each value whole on its own line
+
+
+def _values(old: str, new: str) -> str:
+    if old and new:
+        return f"{old}{ARROW}{new}"
+    return old or new
+
+
+def block(lines: Iterable[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def plural(n: int, word: str, plural_word: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural_word or word + 's'}"
+
+
+def listing(items: list[str], most: int = 6) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
