@@ -161,23 +161,30 @@ def set_for_you(name: str, old: str | None, new: str | None, launchers: tuple[st
 
 # What envguard writes into a project: lockfiles, journals, cache archives, its config, and
 # what restore leaves beside a venv. None of it is the training code's state.
-OWN_FILE_PATTERNS = (
+ENVGUARD_FILE_PATTERNS = (
     "*.envguard.toml",
-    "pylock.toml",  # what `envguard export` writes: derived from the lock, not code
-    "pylock.*.toml",
     "*.envguard-journal.jsonl",
     "*.envguard-caches.tar.gz",
     "envguard.toml",
     ".*.envguard-restore.json",
     ".*.envguard-restore.lock",
 )
+# Not code either: a PEP 751 lock describes an environment, which envguard compares itself.
+NOT_CODE_PATTERNS = ("pylock.toml", "pylock.*.toml")
 OWN_DIR_MARKERS = (".envguard-new-", ".envguard-backup-")
 
 
+def is_envguard_file(path: str) -> bool:
+    """``path`` (relative, ``/``-separated) is a file only envguard writes."""
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in ENVGUARD_FILE_PATTERNS)
+
+
 def is_own_file(path: str) -> bool:
-    """``path`` (relative, ``/``-separated) is a file envguard wrote."""
+    """``path`` is not the training code's: envguard's own file, a PEP 751 lock, or a file
+    inside a venv that restore built or kept beside the venv."""
     parts = path.split("/")
     if any(marker in part for part in parts[:-1] for marker in OWN_DIR_MARKERS):
         return True
     name = parts[-1]
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in OWN_FILE_PATTERNS)
+    return is_envguard_file(path) or any(fnmatch.fnmatchcase(name, p) for p in NOT_CODE_PATTERNS)

@@ -323,6 +323,7 @@ def diff(
 @_index_options
 @click.option("--python", "python", help="The interpreter to build with (a path or a version).")
 @click.option("--rebuild", is_flag=True, help="Rebuild even if the venv already matches.")
+@click.option("--allow-missing", is_flag=True, help="Build without packages that cannot be pinned.")
 @click.option("--force", is_flag=True, help="Restore even while processes use the venv.")
 @click.option("--verify-import", is_flag=True, help="Also import torch in the new venv.")
 @click.option("--code", is_flag=True, help="Only the repo: the snapshot's HEAD and patch.")
@@ -348,6 +349,7 @@ def restore(lock: Path, as_json: bool, **kw: Any) -> None:
     from envguard.restore import command
     from envguard.results import RestoreDone
 
+    _interrupt_on_sigterm()
     with _errors():
         code, cache, everything = kw.pop("code"), kw.pop("cache"), kw.pop("everything")
         yes, dry_run = kw.pop("yes"), kw.pop("dry_run")
@@ -378,8 +380,6 @@ def restore(lock: Path, as_json: bool, **kw: Any) -> None:
                 progress=step,
             )
         if result.error:
-            if not as_json and result.saved and result.code is None:
-                click.echo(f"saved your uncommitted work as {result.saved}")
             prefix = "not restored: " if result.exit_code == 1 else ""
             if as_json:
                 click.echo(_json(RestoreDone(result=result)), nl=False)
@@ -390,6 +390,17 @@ def restore(lock: Path, as_json: bool, **kw: Any) -> None:
         if as_json:
             _emit(RestoreDone(result=result))
     sys.exit(0)
+
+
+def _interrupt_on_sigterm() -> None:
+    """A terminated restore rolls back like an interrupted one (the old venv and the user's
+    work put back), instead of stopping between two steps."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _json(result: Result) -> str:

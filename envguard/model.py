@@ -172,6 +172,11 @@ class PythonInfo(Record):
         if self.version and not _PY_VERSION.match(self.version):
             raise LockfileError(f"{path}.version: {_shown(self.version)} is not a Python version")
         _one_line(self.home or "", f"{path}.home")
+        if self.home and not self.home.startswith("/"):
+            raise LockfileError(f"{path}.home: {_shown(self.home)} is not an absolute path")
+
+
+_PROMPT = re.compile(r"^[^\x00-\x1f\x7f\"'`$\\]{1,100}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,6 +187,15 @@ class VenvInfo(Record):
     prompt: str | None = None
     system_site_packages: bool = False  # pyvenv.cfg include-system-site-packages = true
     problem: str | None = None  # why the environment cannot start, when it cannot
+
+    def validate(self, path: str) -> None:
+        # the path is where restore builds, the prompt goes into bin/activate: a lockfile
+        # from a pull request must not choose a relative folder or smuggle shell code
+        if not self.path.startswith("/"):
+            raise LockfileError(f"{path}.path: {_shown(self.path)} is not an absolute path")
+        _one_line(self.path, f"{path}.path")
+        if self.prompt is not None and not _PROMPT.match(self.prompt):
+            raise LockfileError(f"{path}.prompt: {_shown(self.prompt)} is not a plain prompt")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -350,6 +364,7 @@ class CodeState(Record):
     untracked_omitted: int = 0
     since: HeadMove | None = None  # only in a live snapshot taken against a lock
     own: tuple[str, ...] = ()  # more files that are envguard's (the lock compared with)
+    redacted: int = 0  # lines of the patch whose secrets were redacted: it cannot apply as is
 
     def validate(self, path: str) -> None:
         if self.patch_encoding not in ("utf-8", "base64"):

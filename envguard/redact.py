@@ -13,11 +13,14 @@ import re
 
 REDACTED = "<redacted>"
 
-_SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|SESSION_?KEY|SIGNATURE"
-    r"|(?:^|[^A-Z])KEY$",
+# Names that say "a secret" outright, and names that only may (sort_key, cache_key): the
+# value of the first kind goes whatever it looks like, of the second only if it looks like one.
+_STRONG_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW|PASSPHRASE|(?:^|[^A-Z])PASS(?:$|[^A-Z])|(?:^|[^A-Z])PWD(?:$|[^A-Z])"
+    r"|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH(?!OR(?!IZ))|SESSION_?KEY|SIGNATURE",
     re.IGNORECASE,
 )
+_WEAK_NAME = re.compile(r"(?:^|[^A-Z])KEY$|PRIVATE", re.IGNORECASE)
 # scheme://user:password@host or scheme://token@host: everything between // and @.
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s]+)@")
 
@@ -41,6 +44,11 @@ _SHAPES = re.compile(
             r"\bnpm_[A-Za-z0-9]{30,}",
             r"\bpypi-[A-Za-z0-9_\-]{40,}",
             r"\bwandb_v1_[A-Za-z0-9_\-]{20,}",
+            r"\bGOCSPX-[A-Za-z0-9_\-]{8,}",  # Google OAuth client secrets
+            r"\b1//0[A-Za-z0-9_\-]{16,}",  # Google refresh tokens
+            r"\bya29\.[A-Za-z0-9_\-]{20,}",  # Google access tokens
+            r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
+            r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
             r"(?<=[Bb]earer )[A-Za-z0-9._~+/\-]{16,}=*",
         )
     )
@@ -50,7 +58,11 @@ _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 
 
 def is_secret_name(name: str) -> bool:
-    return _SECRET_NAME.search(name) is not None
+    return _STRONG_NAME.search(name) is not None or _WEAK_NAME.search(name) is not None
+
+
+def is_strong_secret_name(name: str) -> bool:
+    return _STRONG_NAME.search(name) is not None
 
 
 def strip_url_credentials(text: str) -> str:
@@ -78,6 +90,12 @@ _ASSIGNMENT = re.compile(
 _TOKEN_LIKE = re.compile(
     r"""(?P<q>["']?)(?=[^"'\s]*[0-9])(?=[^"'\s]*[A-Za-z])[A-Za-z0-9_\-./+=:~]{16,}(?P=q)"""
 )
+# Any quoted literal of four or more characters: what a secret-named key holds in code.
+_QUOTED = re.compile(r"""(?P<q>["'])(?:(?!(?P=q)|\\).|\\.){4,}(?P=q)""")
+# NAME=value as a shell or .env line (in a patch, after its +/-/space mark)
+_ENV_LINE = re.compile(
+    r"^(?P<lead>[+\- ]?\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*=)(?P<value>\S.*)$"
+)
 
 
 def redact_text(text: str, *, code: bool = False) -> tuple[str, int]:
@@ -102,12 +120,18 @@ def _redact_line(line: str, *, code: bool, in_pem: bool) -> tuple[str, bool]:
         keep = line[:1] if code and line[:1] in "+- " else ""  # a patch line keeps its mark
         return f"{keep}{REDACTED}{end}", not closing
     new = strip_url_credentials(line)
+    env = _ENV_LINE.match(new.rstrip("\n"))
+    if env and is_strong_secret_name(env.group("lead").split("=")[0].split()[-1].lstrip("+- ")):
+        return f"{env.group('lead')}{REDACTED}{end}", False
     pos = 0
     while (m := _ASSIGNMENT.search(new, pos)) is not None:
         pos = m.end()
-        if not is_secret_name(m.group("key")):
+        key = m.group("key")
+        if not is_secret_name(key):
             continue
         literal = _TOKEN_LIKE.match(new, m.end())
+        if literal is None and is_strong_secret_name(key):
+            literal = _QUOTED.match(new, m.end())
         if literal:
             q = literal.group("q")
             new = f"{new[: m.end()]}{q}{REDACTED}{q}{new[literal.end() :]}"
@@ -115,3 +139,16 @@ def _redact_line(line: str, *, code: bool, in_pem: bool) -> tuple[str, bool]:
             new = f"{new[: m.end()]}{REDACTED}{end}"
             break
     return new, False
+
+
+def binary_holds_secrets(data: bytes) -> bool:
+    """A binary file's content (a pickle, a SQLite file) that holds a secret by shape, or a
+    secret-looking name beside a value: such a file's patch is not kept."""
+    text = data.decode("latin-1")
+    return _SHAPES.search(text) is not None or _BINARY_NAME.search(text) is not None
+
+
+_BINARY_NAME = re.compile(
+    r"(?:token|secret|passw|api_?key|access_?key|private_?key|credential|client_secret)",
+    re.IGNORECASE,
+)

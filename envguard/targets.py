@@ -108,6 +108,20 @@ def lock_of_venv(venv_path: Path, cfg: Config) -> tuple[Path, Snapshot | None]:
     return path, lockfile.read(path)
 
 
+def code_repo(lock_path: Path, lock: Snapshot) -> Path:
+    """The repository ``restore --code`` puts back: the one holding the lockfile when it has
+    the lock's commit (the usual layout: lockfiles/ committed in the repo), else the one
+    here when it has it, else the one the lock recorded."""
+    from envguard import _git
+
+    assert lock.code is not None
+    for place in (lock_path.absolute().parent, Path.cwd()):
+        repo = _git.open_repo(place, required=False)
+        if repo is not None and _git.commit_exists(repo, lock.code.head):
+            return Path(repo.working_tree_dir)
+    return Path(lock.code.root)
+
+
 def repo_for(lock: Snapshot) -> Path | None:
     """The repository to compare with ``lock``'s code: the one here when it holds the lock's
     commit (a worktree, a second clone, the same checkout), else the one the lock recorded,

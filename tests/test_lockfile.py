@@ -60,7 +60,12 @@ SNAPSHOTS = st.builds(
     name=TEXT,
     taken_at=TEXT,
     envguard_version=TEXT,
-    venv=st.builds(VenvInfo, path=TEXT, kind=TEXT, creator=st.none() | TEXT),
+    venv=st.builds(
+        VenvInfo,
+        path=st.from_regex(r"/[a-z0-9/._-]{0,30}", fullmatch=True),
+        kind=TEXT,
+        creator=st.none() | TEXT,
+    ),
     python=st.builds(
         PythonInfo,
         version=st.from_regex(r"3\.[0-9]{1,2}\.[0-9]{1,2}", fullmatch=True),

@@ -581,3 +581,247 @@ def test_deep_nesting_and_a_huge_name_are_one_line_errors(tmp_path: Path) -> Non
     assert missing_packages("Because " + "a" * 100_000 + " was not found") == []
     assert missing_packages("Because numpy==2.3.0 was not found") == ["numpy==2.3.0"]
     assert time.perf_counter() - start < 2.0  # linear: a quadratic scan takes ~50 s here
+
+
+# ---------------------------------------------------------------------------------------------
+# Found by an adversarial review of restore: each was wrong once.
+
+
+@pytest.mark.parametrize("what", ["project folder", "source file"])
+def test_restore_never_moves_aside_what_is_not_a_venv(project: Project, what: str) -> None:
+    project.snapshot()
+    target = project.root if what == "project folder" else project.root / "train.py"
+    before = sorted(p.name for p in target.parent.iterdir())
+    code, _, err = _restore(project, "--venv", str(target))
+    assert code == 2 and "not a venv" in err and "will not move it aside" in err
+    assert sorted(p.name for p in target.parent.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("path", "datasets", "is not an absolute path"),
+        ("prompt", 'x" $(touch /tmp/PWNED) "', "is not a plain prompt"),
+    ],
+)
+def test_a_lock_cannot_choose_a_relative_venv_or_a_shell_prompt(
+    project: Project, field: str, value: str, message: str
+) -> None:
+    project.snapshot()
+    locked = lockfile.read(project.lock)
+    venv = dataclasses.replace(locked.venv, **{field: value})
+    project.lock.write_bytes(lockfile.dumps(dataclasses.replace(locked, venv=venv)))
+    code, _, err = _restore(project, "--rebuild")
+    assert code == 2 and message in err
+
+
+def test_a_relative_interpreter_home_is_refused(project: Project) -> None:
+    project.snapshot()
+    locked = lockfile.read(project.lock)
+    python = dataclasses.replace(locked.python, home="tools/bin")
+    project.lock.write_bytes(lockfile.dumps(dataclasses.replace(locked, python=python)))
+    code, _, err = _restore(project, "--rebuild")
+    assert code == 2 and "home" in err and "is not an absolute path" in err
+
+
+def test_code_refuses_to_overwrite_ignored_files(project: Project) -> None:
+    project.write("checkpoints", "placeholder\n")
+    project.commit("a placeholder")
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    git(project.root, "rm", "-q", "checkpoints")
+    project.write(".gitignore", "checkpoints/\n")
+    project.commit("checkpoints are local")
+    project.write("checkpoints/step-90000.pt", "3 days of GPU\n")
+    code, _, err = _restore(project, "--code")
+    assert code == 1 and "ignored files" in err and "checkpoints" in err
+    assert (project.root / "checkpoints" / "step-90000.pt").read_text() == "3 days of GPU\n"
+
+
+def test_own_files_a_killed_code_restore_moved_aside_come_back(project: Project) -> None:
+    project.snapshot("--save-cache")
+    archive = project.root / "lockfiles" / "train.envguard-caches.tar.gz"
+    held = project.root / ".git" / "envguard-held"
+    held.mkdir()
+    os.replace(archive, held / "0")  # what a kill -9 between hold and put-back leaves
+    (held / "held.json").write_text(
+        json.dumps({"root": str(project.root), "files": {
+            "lockfiles/train.envguard-caches.tar.gz": str(held / "0")}})
+    )  # fmt: skip
+    code, out, err = _restore(project, "--code")
+    assert code == 0, err
+    assert archive.is_file() and not held.exists()
+    assert "put back lockfiles/train.envguard-caches.tar.gz" in out
+
+
+def test_the_users_own_older_stash_is_never_taken_for_ours(project: Project) -> None:
+    project.write("model.py", "def forward(x):\n    return x + 1\n")
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    git(project.root, "checkout", "-q", "--", "model.py")
+    project.write("data.py", "old experiment\n")
+    git(project.root, "stash", "push", "-q", "-m", "my old experiment")
+    code, out, _ = _restore(project, "--code")
+    assert code == 0 and "saved your uncommitted work" not in out
+    assert "my old experiment" in git(project.root, "stash", "list")
+
+
+def test_a_rollback_stages_again_what_was_staged(project: Project) -> None:
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    project.write("data.py", "lr = 'A staged'\n")
+    git(project.root, "add", "data.py")
+    project.write("data.py", "lr = 'B worktree'\n")
+    hook = project.root / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\necho 'git-lfs was not found' >&2\nexit 2\n")
+    hook.chmod(0o755)
+    code, out, _ = _restore(project, "--code")
+    hook.unlink()
+    assert code != 0 and "your uncommitted work is back in place" in out
+    assert "A staged" in git(project.root, "diff", "--cached")
+    assert (project.root / "data.py").read_text() == "lr = 'B worktree'\n"
+    assert git(project.root, "stash", "list") == ""
+
+
+def test_a_lock_cannot_point_a_cache_at_a_home_folder(project: Project, tmp_path: Path) -> None:
+    project.snapshot()
+    home = Path.home()
+    entry = {**_manifest(project), "kind": "custom", "path": str(home / ".ssh")}
+    _archive_with(project, [_file("0-x/authorized_keys", b"ssh-ed25519 AAAA evil")], [entry])
+    locked = lockfile.read(project.lock)
+    evil = dataclasses.replace(locked.caches[0], kind="custom", path=str(home / ".ssh"))
+    lockfile.write(project.lock, dataclasses.replace(locked, caches=(evil,)))
+    code, _, err = invoke("restore", str(project.lock), "--cache", env=project.activated())
+    assert code == 1 and "not a cache folder" in err
+
+
+def test_a_cache_is_filled_never_rewritten(project: Project) -> None:
+    project.snapshot("--save-cache")
+    victim = next(p for p in project.cache.rglob("*.best_config"))
+    victim.write_text("mine")
+    code, _, err = invoke("restore", str(project.lock), "--cache", env=project.activated())
+    assert code == 0, err
+    assert victim.read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        [_file("0-x/fxgraph/a", b"first"), _file("0-x/fxgraph/a", b"second")],
+        [_file("0-x/aaa", b"x"), _file("0-x/fxgraph", b"file"), _file("0-x/fxgraph/b", b"y")],
+    ],
+    ids=["duplicate", "file-in-the-way"],
+)
+def test_an_archive_saying_two_things_about_a_path(project: Project, members) -> None:
+    project.snapshot()
+    _archive_with(project, members, [_manifest(project)])
+    shutil.rmtree(project.cache)
+    code, _, err = invoke("restore", str(project.lock), "--cache", env=project.activated())
+    assert code == 1 and "refusing" in err
+    assert not project.cache.exists()
+
+
+def test_a_journal_naming_other_folders_is_not_acted_on(project: Project) -> None:
+    project.snapshot()
+    checkpoints = project.root / "checkpoints"
+    checkpoints.mkdir()
+    (checkpoints / "s.pt").write_text("w")
+    journal = transaction.Paths.for_venv(project.venv, "x").journal
+    journal.write_text(json.dumps({"pid": 1, "phase": "building", "new": str(checkpoints),
+                                   "backup": str(project.root / "b")}))  # fmt: skip
+    code, out, err = _restore(project, "--rebuild")
+    assert code == 0, err
+    assert (checkpoints / "s.pt").read_text() == "w" and "naming other folders" in out
+
+
+def test_code_restores_the_repository_the_lock_is_in(project: Project, tmp_path: Path) -> None:
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(project.root), str(clone))
+    project.write("model.py", "alice's work\n")  # in the original checkout
+    code, _, err = invoke(
+        "restore", str(clone / "lockfiles" / "train.envguard.toml"), "--code",
+        env=project.activated(),
+    )  # fmt: skip
+    assert code == 0, err
+    assert (project.root / "model.py").read_text() == "alice's work\n"
+    assert git(project.root, "stash", "list") == ""
+
+
+def test_code_leaves_backup_venvs_and_a_custom_lock_alone(project: Project) -> None:
+    project.snapshot("-o", "env-node.toml", "--save-cache")
+    (project.venv / ".gitignore").unlink()  # a venv git does not ignore
+    project.write(".gitignore", "")
+    assert _restore_lock(project, "env-node.toml", "--rebuild")[0] == 0
+    backup = transaction.backups(project.venv)[0]
+    python = backup / "bin" / "python"
+    project.write("model.py", "wip\n")
+    code, _, err = _restore_lock(project, "env-node.toml", "--code")
+    assert code == 0, err
+    assert python.is_symlink() and os.access(python, os.X_OK)
+    assert (project.root / "env-node.toml").is_file()
+    assert cache_archive.archive_path(project.root / "env-node.toml").is_file()
+
+
+def _restore_lock(project: Project, lock: str, *args: str):
+    return invoke(
+        "restore", lock, "--find-links", str(project.house), *OFFLINE, *args,
+        env=project.activated(),
+    )  # fmt: skip
+
+
+def test_a_wheel_from_a_path_with_a_space(project: Project, tmp_path: Path) -> None:
+    from envguard.demo.wheels import build_wheel
+
+    wheels = tmp_path / "my wheels"
+    build_wheel(wheels, "localpkg", "1.0")
+    project.install(str(next(wheels.glob("*.whl"))))
+    project.snapshot()
+    code, _out, err = _restore(project, "--rebuild")
+    assert code == 0, err
+    assert "localpkg-1.0.dist-info" in os.listdir(
+        next(project.venv.glob("lib/python*/site-packages"))
+    )
+    shutil.rmtree(wheels)
+    code, _, err = _restore(project, "--rebuild")
+    assert code == 1 and "cannot be pinned" in err and "--allow-missing" in err
+    assert _restore(project, "--rebuild", "--allow-missing")[0] == 0
+
+
+def test_a_dirty_file_named_in_latin_1(project: Project) -> None:
+    name = os.fsdecode(b"caf\xe9.py")
+    project.write(name, "a\n")
+    project.commit("latin-1")
+    project.write(name, "b\n")
+    project.snapshot()
+    assert "caf\ufffd.py" in project.lock.read_text()
+
+
+def test_files_are_written_with_the_users_umask(project: Project) -> None:
+    old = os.umask(0o022)
+    try:
+        project.snapshot()
+        assert project.lock.stat().st_mode & 0o777 == 0o644
+        mode = (project.venv / "bin" / "activate").stat().st_mode & 0o777
+        assert invoke("protect", str(project.lock), env=project.activated())[0] == 0
+        assert (project.venv / "bin" / "activate").stat().st_mode & 0o777 == mode
+    finally:
+        os.umask(old)
+
+
+def test_code_that_says_redacted_is_not_a_redacted_patch(project: Project) -> None:
+    project.write("model.py", 'PLACEHOLDER = "<redacted>"\n')
+    project.snapshot()
+    git(project.root, "checkout", "-q", "--", "model.py")
+    code, _, err = _restore(project, "--code")
+    assert code == 0, err
+
+
+def test_all_without_saved_caches_still_restores_the_code(project: Project) -> None:
+    project.write("model.py", "def forward(x):\n    return 7 * x\n")
+    project.snapshot()
+    git(project.root, "checkout", "-q", "--", "model.py")
+    code, out, err = _restore(project, "--all", "--rebuild")
+    assert code == 0, err
+    assert "no compile caches were saved" in out and "Restored code" in out

@@ -224,9 +224,9 @@ class Human:
             )
 
     def _restore(self, r: results.RestoreDone) -> Iterator[str]:
-        """Only what was not streamed already: the JSON-less end of a restore."""
-        if r.result.error and r.result.saved and not r.result.code:
-            yield f"saved your uncommitted work as {r.result.saved}"
+        """A restore's steps are streamed as they happen (``restore_step``): nothing is left
+        to say at the end but its error, which goes to stderr."""
+        yield from ()
 
     def _error(self, r: results.Failed) -> Iterator[str]:
         yield r.message
@@ -270,10 +270,11 @@ class Human:
 
     def restore_step(self, step: Any) -> str:
         from envguard.restore.build import Outcome
-        from envguard.restore.parts import CacheStep, CodeStep
+        from envguard.restore.parts import CacheStep, CodeStep, WorkMoved
 
         steps: dict[type, Callable[[Any], Iterator[str]]] = {
             Outcome: self._venv_step, CacheStep: self._cache_step, CodeStep: self._code_step,
+            WorkMoved: self._work_moved,
         }  # fmt: skip
         return block(steps[type(step)](step))
 
@@ -296,6 +297,9 @@ class Human:
             yield f"import torch: {o.import_check}"
 
     def _cache_step(self, step: Any) -> Iterator[str]:
+        if step.missing:
+            yield f"no compile caches were saved beside the lock ({step.archive}): none restored"
+            return
         if step.dry_run:
             yield f"would unpack {step.archive} if its caches fit this venv"
             return
@@ -305,6 +309,14 @@ class Human:
                 f"{plural(files, 'file')} into {path}", self.p.width, 2, first="",
             )  # fmt: skip
 
+    def _work_moved(self, moved: Any) -> Iterator[str]:
+        if moved.stash:
+            yield from wrap(
+                f"saved your uncommitted work as {moved.stash}", self.p.width, 2, first=""
+            )
+        else:
+            yield "your uncommitted work is back in place"
+
     def _code_step(self, code: Any) -> Iterator[str]:
         if code.dry_run:
             yield from wrap(
@@ -313,9 +325,9 @@ class Human:
                 self.p.width, 2, first="",
             )  # fmt: skip
             return
-        if code.saved:
+        for note in code.recovered:
             yield from wrap(
-                f"saved your uncommitted work as {code.saved}", self.p.width, 2, first=""
+                note, self.p.width, INDENT, first=self.p.paint("recovered", "yellow") + " "
             )
         where = code.branch or "detached HEAD"
         yield from wrap(
@@ -326,6 +338,8 @@ class Human:
         if code.kept:
             yield from wrap(f"envguard's own files kept in place: {', '.join(code.kept)}",
                             self.p.width, 2, first="")  # fmt: skip
+        if code.back:
+            yield from wrap(f"to go back: {code.back}", self.p.width, 2, first="")
 
 
 def _facts(snap: Any) -> Iterator[tuple[str, str]]:

@@ -14,6 +14,7 @@ what another reads.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import sys
@@ -21,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from envguard import _git, catalog
+from envguard import _git, catalog, redact
 from envguard.model import (
     ChangedFile,
     CodeState,
@@ -32,7 +33,7 @@ from envguard.model import (
     section_path,
     split_patch,
 )
-from envguard.redact import is_secret_name, redact_text, strip_url_credentials
+from envguard.redact import REDACTED, is_secret_name, redact_text, strip_url_credentials
 
 MAX_UNTRACKED = 500
 MAX_CONTENT = 16 * 1024
@@ -84,6 +85,7 @@ def probe(
         untracked_omitted=omitted,
         since=_since(repo, base, head, skip) if base is not None and head else None,
         own=own_paths,
+        redacted=redacted,
     )
     warn = (f"code: {redacted} secret-looking line(s) of the uncommitted patch redacted",)
     return state, warn if redacted else ()
@@ -116,8 +118,10 @@ def _remote(repo: Any) -> str | None:
 
 def _encode_patch(raw: bytes) -> tuple[str, str, int]:
     """Redact, then keep the patch as text when TOML can hold it byte-exact, else base64."""
+    raw, binaries = _redact_binaries(raw)
     # surrogateescape carries non-UTF-8 bytes through redaction unchanged.
     redacted, changed = redact_text(raw.decode("utf-8", "surrogateescape"), code=True)
+    changed += binaries
     data = redacted.encode("utf-8", "surrogateescape")
     try:
         text = data.decode("utf-8")
@@ -126,6 +130,41 @@ def _encode_patch(raw: bytes) -> tuple[str, str, int]:
     if "\r" in text:  # not UTF-8, or CRLF files: base64 is the only byte-exact TOML string
         return base64.b64encode(data).decode(), "base64", changed
     return text, "utf-8", changed
+
+
+def _redact_binaries(raw: bytes) -> tuple[bytes, int]:
+    """A binary file's patch is git's zlib + base85 of its content, which text redaction
+    cannot see into: decoded, and dropped (the section's header and blob ids stay) when the
+    content holds a secret."""
+    sections = [s.encode("latin-1") for s in split_patch(raw.decode("latin-1"))]
+    out, dropped = [], 0
+    for section in sections:
+        head, marker, payload = section.partition(b"\nGIT binary patch\n")
+        if marker and redact.binary_holds_secrets(_inflate(payload)):
+            out.append(head + marker + REDACTED.encode() + b"\n")
+            dropped += 1
+        else:
+            out.append(section)
+    return b"".join(out), dropped
+
+
+def _inflate(payload: bytes) -> bytes:
+    """The bytes of git's binary hunks (``literal N`` / ``delta N``, then base85 lines whose
+    first letter gives their length)."""
+    import zlib
+
+    found, chunk = [], bytearray()
+    for line in [*payload.split(b"\n"), b""]:
+        if len(line) > 1 and line[:1].isalpha() and not line.startswith((b"literal", b"delta")):
+            size = line[0] - 64 if line[:1].isupper() else line[0] - 70
+            with contextlib.suppress(ValueError):
+                chunk += base64.b85decode(line[1:])[:size]
+            continue
+        if chunk:
+            with contextlib.suppress(zlib.error):
+                found.append(zlib.decompress(bytes(chunk)))
+            chunk = bytearray()
+    return b"".join(found)
 
 
 def _changed_files(
@@ -156,7 +195,7 @@ def _changed_files(
             unknown.append(path)
         out.append(
             ChangedFile(
-                path=path,
+                path=_shown(path),
                 added=added,
                 removed=removed,
                 sha256=digest,
@@ -165,6 +204,11 @@ def _changed_files(
             )
         )
     return _mode_only(repo, head, tuple(out), set(unknown))
+
+
+def _shown(path: str) -> str:
+    """A file name as text: bytes that are not UTF-8 shown as U+FFFD (a lockfile is UTF-8)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _mode_only(
@@ -180,9 +224,10 @@ def _mode_only(
         meta, _, path = row.partition("\t")
         if path:
             blobs[path] = meta.split()[-1]
+    shown = {_shown(p): b for p, b in blobs.items()}
     return tuple(
-        ChangedFile(**{**f.to_dict(), "blob": blobs[f.path], "base_blob": blobs[f.path]})
-        if f.path in blobs and f.path in unknown and f.added == 0 and f.removed == 0
+        ChangedFile(**{**f.to_dict(), "blob": shown[f.path], "base_blob": shown[f.path]})
+        if f.path in shown and f.added == 0 and f.removed == 0
         else f
         for f in files
     )
@@ -282,7 +327,7 @@ def _since(repo: Any, base: str, head: str, skip: tuple[str, ...]) -> HeadMove |
             patches += 1
             patch = _moved_patch(repo, base or _git.EMPTY_TREE, head, path)
         files.append(
-            MovedFile(path=path, old_blob=old_blob, new_blob=new_blob, own=own, patch=patch)
+            MovedFile(path=_shown(path), old_blob=old_blob, new_blob=new_blob, own=own, patch=patch)
         )
     return HeadMove(base=base, found=True, files=tuple(files))
 

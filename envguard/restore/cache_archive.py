@@ -32,6 +32,10 @@ from envguard.probes.caches import skipped as _skipped
 
 MANIFEST = "envguard-caches.json"
 _MANIFEST_LIMIT = 16 << 20
+_MEMBER_LIMIT = 1_000_000  # a real Inductor cache has thousands; an archive of more is hostile
+# Never a cache's home, whatever a lockfile says: the system, and a home's own folders.
+_SYSTEM = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/sbin",
+           "/sys", "/usr", "/var")  # fmt: skip
 _KINDS = ("inductor", "triton", "custom")
 _HEADROOM = 64 << 20  # left free on the disk after unpacking
 
@@ -118,13 +122,17 @@ def _targets(
     any member that is not a plain file or folder inside a known cache refuses them all."""
     entries = _manifest(tar, archive)
     by_folder: dict[str, list[tuple[tarfile.TarInfo, str]]] = {e: [] for e in entries}
-    for member in tar.getmembers():
+    seen: dict[str, str] = {}  # every path, "f" file or "d" folder
+    for count, member in enumerate(tar, start=1):
+        if count > _MEMBER_LIMIT:
+            raise NotRestored(f"refusing {archive}: more than {_MEMBER_LIMIT:,} members")
         if member.name == MANIFEST:
             continue
         folder, rel = _split(member.name)
         if folder not in by_folder:
             raise NotRestored(f"refusing {member.name!r}: not inside a cache the manifest lists")
         _check(member, rel)
+        _unique(member, seen)
         by_folder[folder].append((member, rel))
     return [
         _Target(folder=f, cache=c, dest=_destination(c, lock, here), members=tuple(by_folder[f]))
@@ -165,13 +173,44 @@ def _destination(cache: CompileCache, lock: Snapshot, here: dict[str, Path]) -> 
         return here[cache.kind]
     if cache.kind == "custom":
         recorded = {c.path for c in lock.caches if c.kind == "custom"}
-        if cache.path in recorded:
-            return Path(cache.path)
-        raise NotRestored(
-            f"refusing the archive's cache folder {cache.path!r}: the lockfile records no such "
-            "cache; nothing was unpacked"
-        )
+        if cache.path not in recorded:
+            raise NotRestored(
+                f"refusing the archive's cache folder {cache.path!r}: the lockfile records no "
+                "such cache; nothing was unpacked"
+            )
+        _plausible_cache(Path(cache.path))
+        return Path(cache.path)
     raise NotRestored(f"refusing a cache of unknown kind {cache.kind!r}; nothing was unpacked")
+
+
+def _unique(member: tarfile.TarInfo, seen: dict[str, str]) -> None:
+    """A path once, and never a file where a folder is (or the other way round): an archive
+    that says two things about one path is refused, not half applied."""
+    name = member.name.rstrip("/")
+    kind = "d" if member.isdir() else "f"
+    if name in seen and (kind == "f" or seen[name] == "f"):
+        raise NotRestored(f"refusing {member.name!r}: the archive holds it twice")
+    parts = name.split("/")
+    for i in range(1, len(parts)):
+        if seen.get("/".join(parts[:i])) == "f":
+            raise NotRestored(f"refusing {member.name!r}: a file of the archive is in its way")
+    seen[name] = kind
+
+
+def _plausible_cache(path: Path) -> None:
+    """A custom cache folder from a lockfile (which a pull request can change) is never the
+    system, a home folder, or one of a home's own dot-folders (~/.ssh), ~/.cache aside."""
+    real = path.expanduser().absolute()
+    home = Path.home().absolute()
+    dot = len(real.parts) > len(home.parts) and real.parts[: len(home.parts)] == home.parts
+    top = real.parts[len(home.parts)] if dot else ""
+    if (
+        str(real) in _SYSTEM
+        or real == home
+        or home.is_relative_to(real)
+        or (top.startswith(".") and top != ".cache")
+    ):
+        raise NotRestored(f"refusing to unpack a cache into {real}: not a cache folder")
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -229,13 +268,19 @@ def _unpack(tar: tarfile.TarFile, target: _Target) -> Unpacked:
     try:
         files = []
         for member, rel in target.members:
-            if member.isdir():
+            # a cache is filled, never rewritten: what is there stays (its names are its
+            # contents' hashes), and nothing outside a cache's layout is replaced
+            if member.isdir() or (dest / rel).exists() or (dest / rel).is_symlink():
                 continue
             _copy(tar, member, staging / rel)
             files.append(rel)
         for rel in files:
             final = dest / rel
             final.parent.mkdir(parents=True, exist_ok=True)
+            if final.parent.is_symlink() or not final.parent.resolve().is_relative_to(
+                dest.resolve()
+            ):
+                raise NotRestored(f"refusing {rel!r}: a link inside {dest} leads elsewhere")
             os.replace(staging / rel, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,28 +1,39 @@
 """Put a repository back at a snapshot's code: its HEAD, with its uncommitted patch applied.
 
-The user's uncommitted work is stashed first (untracked files included) and the stash is
-named in the outcome; envguard's own files (the lockfile being restored from, its journal,
-cache archives, envguard.toml) never go into the stash and stay where they are, whatever
-the checkout does to the tracked tree. If anything fails, the repository goes back to where
-it was and the stash is popped, so that work is never lost. Every git call goes through
-``envguard._git``: a locked index is one line, not a traceback.
+What the user has is never lost and never hidden:
+
+- their uncommitted work goes into a stash, untracked files included, and is said as soon
+  as the stash exists; envguard's own files (the lockfile, its journal, cache archives,
+  envguard.toml) and venvs never go into it;
+- envguard's own files are moved aside into ``.git/`` for the checkout (a journal there
+  lets the next run put them back after a kill) and put back where they were;
+- a checkout that would overwrite or delete an ignored file (a checkpoint, a local config)
+  is refused before anything changes;
+- on any failure the repository goes back to where it was and the stash is popped, staged
+  changes staged again.
+
+Every git call goes through :mod:`envguard._git`: a held ``index.lock`` is one line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envguard import _git, catalog
-from envguard._fs import atomic_write
 from envguard.errors import EnvguardError, NotRestored, RepoError
 from envguard.model import CodeState
 from envguard.probes import code as code_probe
-from envguard.redact import REDACTED
+
+HELD = "envguard-held"  # under .git/: envguard's own files while the checkout runs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,44 +44,60 @@ class CodeOutcome:
     saved: str | None  # "stash@{0} 1a2b3c4d5e6f (envguard restore …)" when work was kept
     patched_files: int
     kept: tuple[str, ...] = ()  # envguard's own files left in place across the checkout
+    back: str = ""  # how to go back to where the user was
+    recovered: tuple[str, ...] = ()  # what a killed restore had left, put right
 
 
 def restore_code(
-    state: CodeState, repo_path: Path | None, on_saved: Callable[[str], None] | None = None
+    state: CodeState,
+    repo_path: Path,
+    on_work: Callable[[str | None], None] | None = None,
+    own: Iterable[Path] = (),
+    venvs: Iterable[Path] = (),
 ) -> CodeOutcome:
-    """``on_saved`` hears of the stash as soon as it exists, so the user learns where their
-    work went even if a later step fails."""
-    repo = _open(repo_path or Path(state.root))
+    """``on_work`` hears where the user's work is as soon as that changes (the stash, or
+    None once a rollback put it back); ``own``: more of envguard's files (the lockfile
+    restored from, its archive); ``venvs``: venv folders inside the repo, never stashed."""
+    tell = on_work or (lambda where: None)
+    repo = _open(repo_path)
+    root = Path(repo.working_tree_dir)
+    notes = _recover_held(repo)
     _require_commit(repo, state.head)
-    if REDACTED in state.patch_bytes().decode("utf-8", "replace"):
+    if state.redacted:
         raise NotRestored(
             "the snapshot's patch had secret values redacted, so it cannot be "
             "applied byte-exact; nothing was changed"
         )
     origin = _where(repo)
-    own = _own_files(repo)
-    saved = _stash(repo, list(own))
-    if saved and on_saved is not None:
-        on_saved(saved)
+    mine = _own_files(repo, root, own)
+    keep_out = _excluded(root, mine, venvs)
+    _refuse_ignored_clashes(repo, state.head, keep_out)
+    saved = _stash(repo, keep_out)
+    if saved:
+        tell(saved)
     try:
-        _release(repo, own)
+        held = _hold(repo, root, mine)
         branch = _checkout(repo, state)
         if state.patch:
             _apply(repo, state.patch_bytes())
-        _put_back(repo, own)
-        now, _ = code_probe.probe(Path(repo.working_tree_dir), required=True)
+        _put_back(repo, held)
+        now, _ = code_probe.probe(root, required=True)
         if now is None or not _same_code(now, state):
             raise NotRestored("after applying, the working tree does not match the snapshot")
     except BaseException:
-        _back(repo, origin, saved, own)
+        _back(repo, origin, saved, keep_out)
+        if saved:
+            tell(None)
         raise
     return CodeOutcome(
-        root=str(repo.working_tree_dir),
+        root=str(root),
         head=state.head,
         branch=branch,
         saved=saved,
         patched_files=len(state.changed),
-        kept=tuple(sorted(own)),
+        kept=tuple(sorted(mine)),
+        back=_way_back(repo, origin, saved, mine),
+        recovered=tuple(notes),
     )
 
 
@@ -109,49 +136,138 @@ def _where(repo: Any) -> str:
         return str(repo.head.commit.hexsha)
 
 
-def _own_files(repo: Any) -> dict[str, bytes]:
-    """envguard's own files in the working tree, tracked or not, and their bytes."""
+def _own_files(repo: Any, root: Path, extra: Iterable[Path]) -> set[str]:
+    """envguard's own files in the working tree, tracked or not (relative paths)."""
     listed = _git.run(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    root = Path(repo.working_tree_dir)
-    out = {}
-    for rel in listed.decode("utf-8", "surrogateescape").split("\0"):
-        if rel and catalog.is_own_file(rel) and (root / rel).is_file():
-            out[rel] = (root / rel).read_bytes()
+    names = listed.decode("utf-8", "surrogateescape").split("\0")
+    out = {n for n in names if n and catalog.is_envguard_file(n) and (root / n).is_file()}
+    for path in extra:
+        with contextlib.suppress(ValueError, OSError):
+            rel = path.resolve().relative_to(root.resolve()).as_posix()
+            if (root / rel).is_file():
+                out.add(rel)
     return out
 
 
-def _stash(repo: Any, own: list[str]) -> str | None:
-    """Stash the user's uncommitted work, untracked files included, envguard's own not."""
-    keep_out = [f":(exclude,literal){rel}" for rel in own]
+def _excluded(root: Path, own: set[str], venvs: Iterable[Path]) -> list[str]:
+    """Pathspecs that keep envguard's files, restore's venv backups and venvs inside the
+    repository out of the stash and out of a rollback's clean."""
+    specs = [f":(exclude,literal){rel}" for rel in sorted(own)]
+    specs += [f":(exclude,glob)**/*{m}*/**" for m in catalog.OWN_DIR_MARKERS]
+    for venv in venvs:
+        with contextlib.suppress(ValueError, OSError):
+            rel = venv.resolve().relative_to(root.resolve()).as_posix()
+            if rel != ".":
+                specs.append(f":(exclude,literal){rel}")
+    for cfg in root.glob("*/pyvenv.cfg"):  # an unignored venv at the top of the repo
+        specs.append(f":(exclude,literal){cfg.parent.name}")
+    return specs
+
+
+def _refuse_ignored_clashes(repo: Any, head: str, keep_out: list[str]) -> None:
+    """Ignored files are not stashed and git's checkout treats them as disposable: refuse a
+    checkout that would overwrite or delete one, before anything changes."""
+    tree = _git.run(repo, "ls-tree", "-r", "--name-only", "-z", head)
+    wanted = {p for p in tree.decode("utf-8", "surrogateescape").split("\0") if p}
+    folders = {p.rsplit("/", i)[0] for p in wanted for i in range(1, p.count("/") + 1)}
+    ignored = _git.run(
+        repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
+        "--", ".", *keep_out,
+    )  # fmt: skip
+    clashes = []
+    for entry in ignored.decode("utf-8", "surrogateescape").split("\0"):
+        if not entry:
+            continue
+        path = entry.rstrip("/")
+        if path in wanted or (not entry.endswith("/") and path in folders):
+            clashes.append(path)
+        elif entry.endswith("/") and path in folders:
+            inside = _git.run(
+                repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--",
+                f":(literal){path}",
+            )  # fmt: skip
+            names = inside.decode("utf-8", "surrogateescape").split("\0")
+            clashes += [f for f in names if f in wanted]
+    if clashes:
+        shown = ", ".join(sorted(clashes)[:5]) + (" …" if len(clashes) > 5 else "")
+        raise NotRestored(
+            f"the snapshot's commit would overwrite ignored files git does not stash ({shown}): "
+            "move them away first. Nothing was changed"
+        )
+
+
+def _stash(repo: Any, keep_out: list[str]) -> str | None:
+    """Stash the user's uncommitted work, untracked files included, and name the stash
+    only if this push made one (``stash@{0}`` may be the user's own older stash)."""
     status = _git.text(repo, "status", "--porcelain", "-uall", "--", ".", *keep_out)
     if not status:
         return None
+    before = _git.text(repo, "rev-parse", "-q", "--verify", "refs/stash", check=False)
     message = f"envguard restore {time.strftime('%Y-%m-%d %H:%M:%S')}"
     _git.run(repo, "stash", "push", "--include-untracked", "-m", message, "--", ".", *keep_out)
-    sha = _git.text(repo, "rev-parse", "stash@{0}")
-    return f"stash@{{0}} {sha[:12]} ({message}); `git stash pop` brings it back"
+    after = _git.text(repo, "rev-parse", "-q", "--verify", "refs/stash", check=False)
+    if not after or after == before:
+        return None  # nothing git would stash (a dirty submodule): nothing was taken
+    return f"stash@{{0}} {after[:12]} ({message}); `git stash pop --index` brings it back"
 
 
-def _release(repo: Any, own: dict[str, bytes]) -> None:
-    """Let the checkout move own files freely (their bytes are held and put back after):
-    tracked ones as HEAD has them, untracked ones out of its way."""
+def _hold_dir(repo: Any) -> Path:
+    return Path(repo.git_dir) / HELD
+
+
+def _hold(repo: Any, root: Path, own: set[str]) -> dict[str, str]:
+    """Move envguard's own files into .git/ (tracked ones are copied, then reset to HEAD so
+    the checkout can move them), with a journal: a kill leaves them where the next run
+    finds them."""
     if not own:
-        return
+        return {}
+    folder = _hold_dir(repo)
+    folder.mkdir(exist_ok=True)
+    held = {}
     listed = _git.run(repo, "ls-files", "-z", "--", *(f":(literal){rel}" for rel in own))
     tracked = {t for t in listed.decode("utf-8", "surrogateescape").split("\0") if t}
+    for i, rel in enumerate(sorted(own)):
+        keep = folder / f"{i}"
+        shutil.copy2(root / rel, keep)
+        held[rel] = str(keep)
+    (folder / "held.json").write_text(json.dumps({"root": str(root), "files": held}))
     if tracked:
         _git.run(repo, "checkout", "HEAD", "--", *(f":(literal){t}" for t in tracked))
-    root = Path(repo.working_tree_dir)
-    for rel in own.keys() - tracked:
+    for rel in own - tracked:
         (root / rel).unlink(missing_ok=True)
+    return held
 
 
-def _put_back(repo: Any, own: dict[str, bytes]) -> None:
+def _put_back(repo: Any, held: dict[str, str]) -> None:
     root = Path(repo.working_tree_dir)
-    for rel, data in own.items():
-        path = root / rel
-        if not path.is_file() or path.read_bytes() != data:
-            atomic_write(path, data)
+    for rel, keep in held.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(keep, target)
+    shutil.rmtree(_hold_dir(repo), ignore_errors=True)
+
+
+def _recover_held(repo: Any) -> list[str]:
+    """Own files a killed restore left in .git/: back where they were, unless something is
+    there now (then they stay in .git/, named)."""
+    journal = _hold_dir(repo) / "held.json"
+    try:
+        data = json.loads(journal.read_text())
+        files = data["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    root = Path(repo.working_tree_dir)
+    notes = []
+    for rel, keep in files.items():
+        target = root / rel
+        if Path(keep).is_file() and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(keep, target)
+            notes.append(f"put back {rel}, which a killed restore had moved aside")
+    if not any(Path(k).exists() for k in files.values()):
+        shutil.rmtree(_hold_dir(repo), ignore_errors=True)
+    return notes
 
 
 def _checkout(repo: Any, state: CodeState) -> str | None:
@@ -174,12 +290,30 @@ def _apply(repo: Any, patch: bytes) -> None:
             raise NotRestored(f"the snapshot's patch does not apply: {exc}") from exc
 
 
-def _back(repo: Any, origin: str, saved: str | None, own: dict[str, bytes]) -> None:
-    """Undo a failed restore: the tree as it was, the stash popped, own files in place."""
+def _back(repo: Any, origin: str, saved: str | None, keep_out: list[str]) -> None:
+    """Undo a failed restore: the tree as it was, the stash popped with what was staged
+    staged again, envguard's own files where they were."""
     _git.run(repo, "reset", "--quiet", "--hard", check=False)
-    keep_out = [f":(exclude,literal){rel}" for rel in own]
     _git.run(repo, "clean", "-fdq", "--", ".", *keep_out, check=False)
     _git.run(repo, "checkout", "--quiet", origin, check=False)
     if saved:
-        _git.run(repo, "stash", "pop", "--quiet")
-    _put_back(repo, own)
+        _git.run(repo, "stash", "pop", "--quiet", "--index")
+    held = _hold_dir(repo) / "held.json"
+    if held.is_file():
+        _put_back(repo, json.loads(held.read_text())["files"])
+
+
+def _way_back(repo: Any, origin: str, saved: str | None, own: set[str]) -> str:
+    """The commands that return the user to where they were."""
+    steps = [f"git checkout {origin}"]
+    in_the_way = [rel for rel in sorted(own) if _tracked_at(repo, origin, rel)]
+    if in_the_way:
+        steps.insert(0, f"move {', '.join(in_the_way)} aside ({origin} has it committed)")
+    if saved:
+        steps.append("git stash pop --index")
+    return ", then ".join(steps)
+
+
+def _tracked_at(repo: Any, commit: str, rel: str) -> bool:
+    listed = _git.run(repo, "ls-tree", "--name-only", commit, "--", f":(literal){rel}", check=False)
+    return bool(listed)

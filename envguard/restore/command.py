@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envguard.errors import EnvguardError
+from envguard.errors import EnvguardError, NotRestored
 from envguard.model import Record, Snapshot
 from envguard.restore import build, parts
 from envguard.restore.plan import Overrides, Plan, plan, target_path
 
-Step = build.Outcome | parts.CacheStep | parts.CodeStep
+Step = build.Outcome | parts.CacheStep | parts.CodeStep | parts.WorkMoved
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +35,7 @@ class Request:
     force: bool = False
     verify_import: bool = False
     python: str | None = None
+    allow_missing: bool = False  # build without the packages that cannot be pinned
 
     @property
     def target(self) -> Path:
@@ -58,8 +59,15 @@ def prepare(req: Request) -> tuple[Plan | None, bool]:
     """The plan of the venv step (None without one), and whether it would change nothing."""
     if not req.venv_step:
         return None, False
+    _refuse_what_is_not_a_venv(req.target)
     current = _current(req.target)
     the_plan = plan(req.lock, req.target, current, req.overrides)
+    if the_plan.skipped and not (req.allow_missing or req.dry_run):
+        raise NotRestored(
+            f"{len(the_plan.skipped)} of the lock's packages cannot be pinned "
+            f"({'; '.join(the_plan.skipped[:3])}): nothing was changed; --allow-missing "
+            "builds the venv without them"
+        )
     return the_plan, (not req.rebuild and build.matches(req.lock, current, the_plan))
 
 
@@ -91,22 +99,54 @@ def run(
             result = replace(result, venv=outcome)
             tell(outcome)
         if req.caches_step:
-            step = parts.caches(req.lock_path, req.lock, req.target, dry_run=req.dry_run)
+            # --all restores the caches that were saved; with none saved there is nothing to do
+            optional = req.venv_step and req.code_step
+            step = parts.caches(
+                req.lock_path, req.lock, req.target, dry_run=req.dry_run, optional=optional
+            )
             result = replace(result, caches=step)
             tell(step)
         if req.code_step:
-            saved: list[str] = []
+            where: list[str | None] = [None]
+
+            def moved(stash: str | None) -> None:
+                where[0] = stash
+                tell(parts.WorkMoved(stash=stash))
+
             try:
                 code = parts.code(
-                    req.lock_path, req.lock, req.repo, dry_run=req.dry_run, on_saved=saved.append
+                    req.lock_path, req.lock, req.repo, dry_run=req.dry_run, on_work=moved
                 )
             finally:
-                result = replace(result, saved=saved[0] if saved else None)
+                result = replace(result, saved=where[0])
             result = replace(result, code=code)
             tell(code)
     except EnvguardError as exc:
         return replace(result, error=str(exc), exit_code=exc.exit_code)
     return result
+
+
+def _refuse_what_is_not_a_venv(target: Path) -> None:
+    """Restore replaces a venv and nothing else: a project folder, a file or a dataset at
+    the path stays where it is, whatever a lockfile or a mistyped --venv says."""
+    from envguard.errors import VenvError
+    from envguard.probes.venv import locate
+
+    if not target.exists() and not target.is_symlink():
+        return
+    if target.is_dir() and not any(target.iterdir()):
+        return  # an empty folder: nothing to lose
+    try:
+        located = locate(target)
+    except VenvError:
+        located = None
+    if located is None or located.info.kind != "venv":
+        what = "a folder" if target.is_dir() else "a file" if target.exists() else "a broken link"
+        kind = f"a {located.info.kind}" if located else what
+        raise EnvguardError(
+            f"{target} is {kind}, not a venv: restore replaces venvs only and will not move "
+            "it aside; pass --venv NEW_PATH"
+        )
 
 
 def _current(venv: Path) -> Snapshot | None:

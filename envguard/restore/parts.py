@@ -6,7 +6,6 @@ code checkout must never take the cache archive (or the lockfile) with it.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,19 +25,33 @@ class CodeStep(Record):
     saved: str | None = None  # where the user's uncommitted work went
     files: int = 0  # files the snapshot's patch touches
     kept: tuple[str, ...] = ()
+    back: str = ""  # how to return to where the user was
+    recovered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkMoved(Record):
+    """Where the user's uncommitted work is now: said the moment it moves."""
+
+    stash: str | None  # None: back in the working tree
 
 
 @dataclass(frozen=True, kw_only=True)
 class CacheStep(Record):
     archive: str
     dry_run: bool = False
+    missing: bool = False  # no caches were saved beside the lock: nothing to restore
     kind: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     files: tuple[int, ...] = ()
 
 
-def caches(lock_path: Path, locked: Snapshot, venv: Path, *, dry_run: bool) -> CacheStep:
+def caches(
+    lock_path: Path, locked: Snapshot, venv: Path, *, dry_run: bool, optional: bool = False
+) -> CacheStep:
     archive = cache_archive.archive_path(lock_path)
+    if optional and not archive.is_file():
+        return CacheStep(archive=str(archive), dry_run=dry_run, missing=True)
     if dry_run:
         if not archive.is_file():
             raise EnvguardError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
@@ -59,20 +72,30 @@ def code(
     repo: Path | None,
     *,
     dry_run: bool,
-    on_saved: Callable[[str], None] | None = None,
+    on_work: Callable[[str | None], None] | None = None,
 ) -> CodeStep:
+    from envguard import targets
+
     if locked.code is None:
         raise EnvguardError(f"{lock_path}: the snapshot recorded no git repository")
     state = locked.code
+    root = repo or targets.code_repo(lock_path, locked)
     if dry_run:
-        root = str(repo) if repo else state.root
-        return CodeStep(root=root, head=state.head, dry_run=True, files=len(state.changed))
-    done = checkout.restore_code(state, repo, on_saved=on_saved)
+        return CodeStep(root=str(root), head=state.head, dry_run=True, files=len(state.changed))
+    done = checkout.restore_code(
+        state,
+        root,
+        on_work=on_work,
+        own=(lock_path, cache_archive.archive_path(lock_path)),
+        venvs=(Path(locked.venv.path),),
+    )
     return CodeStep(
-        **{
-            k: v
-            for k, v in dataclasses.asdict(done).items()
-            if k in ("root", "head", "branch", "saved", "kept")
-        },
+        root=done.root,
+        head=done.head,
+        branch=done.branch,
+        saved=done.saved,
         files=done.patched_files,
+        kept=done.kept,
+        back=done.back,
+        recovered=done.recovered,
     )

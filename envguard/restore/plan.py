@@ -134,7 +134,10 @@ def _pin(
 def _direct_pin(dist: Distribution) -> tuple[Pin | None, str]:
     url = dist.direct_url or ""
     if url.startswith("file://"):
-        path = Path(url.removeprefix("file://"))
+        from urllib.parse import urlsplit
+        from urllib.request import url2pathname
+
+        path = Path(url2pathname(urlsplit(url).path))  # file:///my%20wheels/x.whl
         if not path.exists():
             return None, f"installed from {url}, which no longer exists"
         line = f"-e {path}" if dist.editable else f"{dist.name} @ {url}"

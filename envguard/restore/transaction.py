@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import time
@@ -105,8 +106,8 @@ def recover(paths: Paths) -> list[str]:
         return [*notes, f"removed an unreadable restore journal {paths.journal}"]
     new = Path(str(data.get("new", "")))
     backup = Path(str(data.get("backup", "")))
-    if new.parent != paths.venv.parent or backup.parent != paths.venv.parent:
-        finish(paths)  # a journal naming paths elsewhere is not ours to act on
+    if not (_ours(paths, new, NEW) and _ours(paths, backup, BACKUP)):
+        finish(paths)  # a journal naming anything but restore's own folders is not acted on
         return [*notes, f"removed a restore journal naming other folders ({paths.journal})"]
     notes.append(
         f"an earlier restore (pid {data.get('pid', '?')}) stopped while {data.get('phase', '?')}"
@@ -133,6 +134,19 @@ def _put_right(paths: Paths, new: Path, backup: Path, phase: object, old_ino: ob
         shutil.rmtree(new, ignore_errors=True)
         return [f"removed its unfinished venv {new}; {venv} was never touched"]
     return [f"{venv} is in place; nothing was left to clean up"]
+
+
+_STAMP = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def _ours(paths: Paths, path: Path, marker: str) -> bool:
+    """``<venv>.envguard-new-<stamp>`` (or -backup-) beside the venv, and nothing else."""
+    prefix = f"{paths.venv.name}{marker}"
+    return (
+        path.parent == paths.venv.parent
+        and path.name.startswith(prefix)
+        and _STAMP.match(path.name[len(prefix) :]) is not None
+    )
 
 
 def _free(path: Path) -> Path:
