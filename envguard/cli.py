@@ -210,6 +210,26 @@ def cli(ctx: click.Context) -> None:
 
 
 @cli.command()
+@click.option("--keep", type=_PATH, help="Build in this folder, and keep it.")
+@_common
+def demo(keep: Path | None) -> None:
+    """The incident and its cure, on this machine: offline, no GPU, in seconds.
+
+    Builds a small training project in a temporary folder (a venv with a torch built for
+    CUDA 12.8, a git repo, a compile cache), snapshots it, replays an inference server's
+    install into it, and runs the real diff, restore --all and diff again.
+
+    \b
+    Exit codes: 0 every step behaved as it should, 1 one did not, 2 error.
+    """
+    from envguard.demo.run import run as play
+
+    with _errors():
+        code = play(keep)
+    sys.exit(code)
+
+
+@cli.command()
 @click.option("--venv", type=_PATH, help="The environment to read (default: see README).")
 @click.option("--repo", type=_PATH, help="The training code's git repo (default: the one here).")
 @click.option(

@@ -83,11 +83,31 @@ def test_a_committed_lockfile_stays_in_place_across_the_checkout(project: Projec
     project.snapshot()
     git(project.root, "checkout", "-q", "--", "model.py")
     project.commit("lock", "lockfiles")  # the lock's commit is after the snapshot's HEAD
+    head = git(project.root, "rev-parse", "HEAD").strip()
     before = project.lock.read_bytes()
     code, out, err = _restore(project, "--code")
     assert code == 0, err
-    assert project.lock.read_bytes() == before  # still there, though HEAD has no such file
+    assert project.lock.read_bytes() == before
+    # HEAD differs from the snapshot's only by envguard's own files: stay on the branch
+    assert git(project.root, "rev-parse", "HEAD").strip() == head
+    assert git(project.root, "branch", "--show-current").strip() == "main"
+    assert "(main)" in out
+    assert (project.root / "model.py").read_text() == "def forward(x):\n    return x + 1\n"
+
+
+def test_a_lockfile_the_snapshot_commit_lacks_stays_across_a_real_checkout(
+    project: Project,
+) -> None:
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    project.write("train.py", "print('later work')\n")
+    project.commit("later work", "train.py")  # HEAD now differs by code, too
+    before = project.lock.read_bytes()
+    code, out, err = _restore(project, "--code")
+    assert code == 0, err
+    assert project.lock.read_bytes() == before  # still there, though that commit has no such file
     assert "envguard's own files kept in place: lockfiles/train.envguard.toml" in out
+    assert "print('later work')" not in (project.root / "train.py").read_text()
 
 
 def test_work_saved_is_said_even_when_the_code_step_fails(project: Project) -> None:

@@ -91,8 +91,6 @@ def _group_change(
         severity="warning",
         area="packages",
         subject=f"{len(members)} packages",
-        old="",
-        new=f"{len(members)} packages",
         members=members,
         why=f"{text} together{root}{when}",
     )

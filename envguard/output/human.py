@@ -10,10 +10,19 @@ from envguard import results
 from envguard._units import human_bytes
 from envguard.attribution import short_command
 from envguard.drift import Change, DriftReport
-from envguard.output.layout import INDENT, Painter, block, headline, listing, plural, wrap
+from envguard.output.layout import (
+    INDENT,
+    Painter,
+    block,
+    headline,
+    listing,
+    plural,
+    severities,
+    wrap,
+)
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
-_SUBJECT_MAX = 20
+_SUBJECT_MAX = 16  # longer subjects push their values along rather than widen the column
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,27 +48,29 @@ class Human:
 
     def _diff(self, r: results.DiffDone) -> Iterator[str]:
         report = r.report
-        yield self._verdict(report, r.fail_on)
+        yield from self._verdict(report, r.fail_on)
         if self.verbosity >= 0 and r.venv:
-            yield self.p.paint(f"{r.venv} against {r.lock}", "dim")
+            for line in wrap(f"{r.venv} against {r.lock}", self.p.width, 2, first=""):
+                yield self.p.paint(line, "dim")
         if self.verbosity < 0:
             return
         yield from self.changes(report.changes)
         yield from self._notes(report.notes)
 
-    def _verdict(self, report: DriftReport, fail_on: str) -> str:
-        counts = report.counts()
-        parts = [self.p.paint(plural(n, s), _STYLE[s]) for s, n in counts.items() if n]
-        since = f"since {report.old}"
+    def _verdict(self, report: DriftReport, fail_on: str) -> Iterator[str]:
+        """The verdict first, its word coloured; wrapped like everything else."""
+        counts = ", ".join(severities(report.counts()))
         if not report.changes:
-            return f"{self.p.paint('No drift', 'bold green')}: {report.new} matches {report.old}"
-        if report.fails(fail_on):
-            return f"{self.p.paint('Drift', 'bold red')}: {', '.join(parts)} {since}"
-        level = "any change" if fail_on == "any" else f"{fail_on} or above"
-        return (
-            f"{self.p.paint('No drift', 'bold green')} {since}: nothing at {level}; "
-            f"{', '.join(parts)} below"
-        )
+            label, style, rest = "No drift", "bold green", f": {report.new} matches {report.old}"
+        elif report.fails(fail_on):
+            label, style, rest = "Drift", "bold red", f": {counts} since {report.old}"
+        else:
+            level = "any change" if fail_on == "any" else f"{fail_on} or above"
+            label, style = "No drift", "bold green"
+            rest = f" since {report.old}: nothing at {level} ({counts} below)"
+        lines = wrap(label + rest, self.p.width, 2, first="")
+        yield self.p.paint(label, style) + lines[0][len(label) :]
+        yield from lines[1:]
 
     def changes(self, changes: tuple[Change, ...]) -> Iterator[str]:
         shown = [c for c in changes if c.severity != "info" or self.verbosity > 0]
@@ -109,7 +120,7 @@ class Human:
             if r.forecast.critical()
             else self.p.paint("Would change the environment", "yellow")
         )
-        counts = ", ".join(plural(n, s) for s, n in report.counts().items() if n)
+        counts = ", ".join(severities(report.counts()))
         yield f"{verdict}: {counts} in {r.venv}"
         if self.verbosity < 0:
             return
@@ -142,7 +153,7 @@ class Human:
             self.p.width, 2, first="",
         )  # fmt: skip
         for what, value in _facts(snap):
-            yield from wrap(value, self.p.width, 16, first=f"  {what:<13} ")
+            yield from wrap(value, self.p.width, 18, first=f"  {what:<15} ")
         if r.archive:
             yield f"  saved the compile caches to {r.archive} ({human_bytes(r.archive_bytes)})"
         yield from self._notes(snap.warnings)
@@ -330,10 +341,14 @@ class Human:
                 note, self.p.width, INDENT, first=self.p.paint("recovered", "yellow") + " "
             )
         where = code.branch or "detached HEAD"
+        patch = (
+            f"with the snapshot's uncommitted change ({plural(code.files, 'file')})"
+            if code.files
+            else "as the snapshot had it (no uncommitted change)"
+        )
         yield from wrap(
             f"{self.p.paint('Restored code', 'bold green')}: {code.root} is at {code.head[:12]} "
-            f"({where}) with the snapshot's patch ({plural(code.files, 'file')})",
-            self.p.width, 2, first="",
+            f"({where}) {patch}", self.p.width, 2, first="",
         )  # fmt: skip
         if code.kept:
             yield from wrap(f"envguard's own files kept in place: {', '.join(code.kept)}",
@@ -343,7 +358,9 @@ class Human:
 
 
 def _facts(snap: Any) -> Iterator[tuple[str, str]]:
-    yield "Python", f"{snap.python.implementation} {snap.python.version} ({snap.python.abi})"
+    names = {"cpython": "CPython", "pypy": "PyPy"}
+    impl = names.get(snap.python.implementation, snap.python.implementation)
+    yield "Python", f"{impl} {snap.python.version} ({snap.python.abi})"
     if snap.torch:
         t = snap.torch
         git = f", git {t.git_version[:7]}" if t.git_version else ""
@@ -356,7 +373,8 @@ def _facts(snap: Any) -> Iterator[tuple[str, str]]:
             yield label, f"{lib.version} ({lib.wheel or lib.source})"
     gpus = ", ".join(f"{g.name} (sm {g.compute_capability})" for g in snap.gpu.gpus)
     yield "GPUs", f"{gpus or 'none'}; driver {snap.gpu.driver or 'none'}"
-    libs = ", ".join(f"{k} {v}" for k, v in snap.key_libraries.items() if k != "torch")
+    family = {"torch", *(b.name for b in snap.torch_family)}
+    libs = ", ".join(f"{k} {v}" for k, v in snap.key_libraries.items() if k not in family)
     if libs:
         yield "libraries", libs
     for c in snap.caches:

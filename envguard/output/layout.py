@@ -55,15 +55,16 @@ def headline(
     """``label  subject  old → new``, with the values moved down, whole, when they do not
     fit beside the subject."""
     gap = " " * max(1, INDENT - len(label))
-    subj = subject.ljust(subject_width) if subject else ""
-    plain = (label + gap + subj).rstrip()
-    head = (p.paint(label, label_style) if label_style else label) + plain[len(label) :]
     values = _values(old, new)
+    subj = subject.ljust(subject_width) if subject and values else subject
+    plain = label + gap + subj
+    head = (p.paint(label, label_style) if label_style else label) + plain[len(label) :]
     if not values:
-        return [head]
+        return [head.rstrip()]
     if len(plain) + 2 + len(values) <= p.width:
         return [f"{head}  {values}"]
     pad = " " * INDENT
+    head = head.rstrip()
     if INDENT + len(values) <= p.width or not (old and new):
         return [head, pad + values]
     return [head, f"{pad}{old}{ARROW.rstrip()}", pad + new]  # each value whole on its own line
@@ -81,6 +82,11 @@ def block(lines: Iterable[str]) -> str:
 
 def plural(n: int, word: str, plural_word: str | None = None) -> str:
     return f"{n} {word if n == 1 else plural_word or word + 's'}"
+
+
+def severities(counts: dict[str, int]) -> list[str]:
+    """ "3 critical", "10 warnings", "2 info": how people count changes by severity."""
+    return [plural(n, s) if s == "warning" else f"{n} {s}" for s, n in counts.items() if n]
 
 
 def listing(items: list[str], most: int = 6) -> str:

@@ -75,9 +75,10 @@ def restore_code(
     saved = _stash(repo, keep_out)
     if saved:
         tell(saved)
+    before = _git.text(repo, "rev-parse", "HEAD")
     try:
         held = _hold(repo, root, mine)
-        branch = _checkout(repo, state)
+        branch = _checkout(repo, state, root)
         if state.patch:
             _apply(repo, state.patch_bytes())
         _put_back(repo, held)
@@ -89,14 +90,15 @@ def restore_code(
         if saved:
             tell(None)
         raise
+    moved = _git.text(repo, "rev-parse", "HEAD") != before
     return CodeOutcome(
         root=str(root),
-        head=state.head,
+        head=_git.text(repo, "rev-parse", "HEAD"),
         branch=branch,
         saved=saved,
         patched_files=len(state.changed),
-        kept=tuple(sorted(mine)),
-        back=_way_back(repo, origin, saved, mine),
+        kept=tuple(sorted(mine)) if moved else (),
+        back=_way_back(repo, origin, saved, mine if moved else set(), moved),
         recovered=tuple(notes),
     )
 
@@ -270,7 +272,18 @@ def _recover_held(repo: Any) -> list[str]:
     return notes
 
 
-def _checkout(repo: Any, state: CodeState) -> str | None:
+def _checkout(repo: Any, state: CodeState, root: Path) -> str | None:
+    """The snapshot's commit; or none at all when HEAD differs from it only in envguard's
+    own files (the lockfile committed since): that is the snapshot's code already, and the
+    user stays on their branch."""
+    head = _git.text(repo, "rev-parse", "HEAD")
+    if head != state.head:
+        moved = code_probe.since(root, state.head, head)
+        if moved is not None and moved.found and all(m.own for m in moved.files):
+            try:
+                return str(repo.active_branch.name)
+            except TypeError:
+                return None
     heads = {h.name: h for h in repo.heads}
     branch = state.branch
     if branch is not None and branch in heads and heads[branch].commit.hexsha == state.head:
@@ -285,7 +298,8 @@ def _apply(repo: Any, patch: bytes) -> None:
         fh.write(patch)
         fh.flush()
         try:
-            _git.run(repo, "apply", "--binary", "--whitespace=nowarn", fh.name)
+            own = [f"--exclude={p}" for p in catalog.ENVGUARD_FILE_PATTERNS]
+            _git.run(repo, "apply", "--binary", "--whitespace=nowarn", *own, fh.name)
         except RepoError as exc:
             raise NotRestored(f"the snapshot's patch does not apply: {exc}") from exc
 
@@ -303,14 +317,14 @@ def _back(repo: Any, origin: str, saved: str | None, keep_out: list[str]) -> Non
         _put_back(repo, json.loads(held.read_text())["files"])
 
 
-def _way_back(repo: Any, origin: str, saved: str | None, own: set[str]) -> str:
+def _way_back(repo: Any, origin: str, saved: str | None, own: set[str], moved: bool) -> str:
     """The commands that return the user to where they were."""
-    steps = [f"git checkout {origin}"]
+    steps = [f"git checkout {origin}"] if moved else []
     in_the_way = [rel for rel in sorted(own) if _tracked_at(repo, origin, rel)]
     if in_the_way:
         steps.insert(0, f"move {', '.join(in_the_way)} aside ({origin} has it committed)")
     if saved:
-        steps.append("git stash pop --index")
+        steps.append(("git reset --hard, then " if not moved else "") + "git stash pop --index")
     return ", then ".join(steps)
 
 

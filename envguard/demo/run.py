@@ -1,0 +1,168 @@
+"""``envguard demo``: the incident and its cure, in a temporary folder, offline, in seconds.
+
+It builds a small training project with uv from wheels made on the spot (a torch whose
+METADATA says 2.11.0+cu128, nvidia wheels with their real header layout, a transformers), a
+git repository and a compile cache in Inductor's layout; snapshots it; replays the incident
+(an inference server installed into the same venv swaps torch for PyPI's cu130 build, moves
+transformers and brings dozens of packages; the cache is "cleaned up"; an experiment is left
+uncommitted); and runs the real ``envguard diff``, ``envguard restore --all`` and the clean
+``envguard diff`` that follows, with a line of narration before each.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from envguard import _term
+from envguard.demo import incident
+from envguard.demo.cache import BuiltBy, make
+from envguard.uv import find_uv
+
+
+def run(keep: Path | None = None, say: Callable[..., None] | None = None) -> int:
+    """Run the demo; 0 when every step behaved as it should. ``keep``: build there and keep
+    it (else a temporary folder, removed at the end)."""
+    tell = say or _narrate
+    started = time.perf_counter()
+    work = keep.absolute() if keep else Path(tempfile.mkdtemp(prefix="envguard-demo-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        demo = _Demo(work, tell)
+        ok = demo.play()
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    where = f"kept in {work}" if keep else "its folder is removed"
+    tell(f"That was the incident and its cure, in {time.perf_counter() - started:.1f} s ({where}).")
+    return 0 if ok else 1
+
+
+class _Demo:
+    def __init__(self, work: Path, tell: Callable[..., None]) -> None:
+        self.work, self.tell = work, tell
+        self.project = work / "train"
+        self.venv = self.project / ".venv"
+        self.before, self.after = work / "wheels-before", work / "wheels-after"
+        self.lock = self.project / "lockfiles" / "train.envguard.toml"
+        self.env = {
+            **os.environ,
+            "UV_OFFLINE": "1",
+            "UV_PYTHON_DOWNLOADS": "never",
+            "UV_NO_PROGRESS": "1",
+            "ENVGUARD_CACHE_DIR": str(work / "envguard-cache"),
+            "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor"),
+            "TRITON_CACHE_DIR": str(work / "triton"),
+            "VIRTUAL_ENV": str(self.venv),
+            "GIT_AUTHOR_NAME": "demo",
+            "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+            "GIT_COMMITTER_NAME": "demo",
+            "GIT_COMMITTER_EMAIL": "demo@example.invalid",
+        }
+        for name in ("PIP_CONSTRAINT", "UV_CONSTRAINT", "ENVGUARD_VENV", "ENVGUARD_LOCK"):
+            self.env.pop(name, None)
+
+    def play(self) -> bool:
+        self.tell(
+            f"Building a training project in {self.project}: a venv with torch 2.11.0+cu128 "
+            "(CUDA 12.8) and transformers 5.6.0, a git repository, a warm compile cache."
+        )
+        self._build()
+        self.tell("Recording the known-good environment, compile caches saved beside it:")
+        ok = self._envguard("snapshot", "--save-cache") == 0
+        self._git("add", "lockfiles")
+        self._git("commit", "-q", "-m", "lock the known-good environment")
+        self.tell(
+            "The incident: an inference server is installed into the same venv, the compile "
+            "cache is 'cleaned up', an experiment is left uncommitted."
+        )
+        self._incident()
+        self.tell("What changed since it last worked, and why it matters for training:")
+        ok &= self._envguard("diff") == 1
+        self.tell(
+            "Putting it back: the venv rebuilt beside the old one (which is kept), the caches "
+            "unpacked, the code checked out, the uncommitted experiment stashed:"
+        )
+        lock = str(self.lock.relative_to(self.project))
+        restore = ("restore", lock, "--all", "--yes", "--find-links", str(self.before))
+        ok &= self._envguard(*restore, "--offline") == 0
+        self.tell("And the same question again:")
+        ok &= self._envguard("diff") == 0
+        self.tell(
+            "Try it on your own training venv (and commit lockfiles/ with your code):\n"
+            "  envguard snapshot --venv PATH             record it\n"
+            "  envguard diff                             later: what changed, why it matters\n"
+            "  envguard preflight -- uv pip install X    before an install: what it would do\n"
+            "  envguard restore LOCK --dry-run           how it would put it back"
+        )
+        return ok
+
+    def _build(self) -> None:
+        reqs = incident.known_good(self.before)
+        self.project.mkdir(parents=True, exist_ok=True)
+        (self.project / "train.py").write_text(
+            "import model\n\nfor step in range(1000):\n    model.forward(step)\n"
+        )
+        (self.project / "model.py").write_text("def forward(x):\n    return x\n")
+        self._git("init", "-q", "-b", "main")
+        self._git("add", ".")
+        self._git("commit", "-q", "-m", "known good")
+        self._run([find_uv(), "venv", "--quiet", "--python", sys.executable, str(self.venv)])
+        incident.install(self.venv, self.before, *reqs)
+        make(self.work / "inductor", BuiltBy())
+
+    def _incident(self) -> None:
+        reqs = incident.sglang_install(self.after)
+        incident.install(self.venv, self.after, *incident.SGLANG_INSTALL, *reqs)
+        shutil.rmtree(self.work / "inductor")
+        (self.project / "model.py").write_text(
+            "def forward(x):\n    return x\n# experiment: a faster attention path\n"
+        )
+
+    def _envguard(self, *args: str) -> int:
+        shown = " ".join(a if a != str(self.before) else "wheels-before/" for a in args)
+        self.tell(f"$ envguard {shown}", command=True)
+        argv = [sys.executable, "-m", "envguard", *args]
+        return subprocess.run(argv, cwd=self.project, env=self.env, check=False).returncode
+
+    def _git(self, *args: str) -> None:
+        self._run(["git", "-C", str(self.project), *args])
+
+    def _run(self, argv: Sequence[str]) -> None:
+        subprocess.run(argv, env=self.env, check=True, capture_output=True)
+
+
+def _narrate(text: str, command: bool = False) -> None:
+    from envguard.output.layout import wrap
+
+    on = _term.color(sys.stdout)
+    if command:
+        for line in _continued(text, _term.width(sys.stdout)):
+            print(_term.paint(line, "bold", on), flush=True)
+        return
+    print()
+    for paragraph in text.splitlines():
+        indent = len(paragraph) - len(paragraph.lstrip())
+        for line in wrap(
+            paragraph.strip(), _term.width(sys.stdout), indent + 2, first=" " * indent
+        ):
+            print(_term.paint(line, "cyan", on), flush=True)
+
+
+def _continued(command: str, width: int) -> list[str]:
+    """A long shell command broken the way a person would type it: `` \\`` at each line end."""
+    lines: list[str] = []
+    line = ""
+    for word in command.split(" "):
+        if line and len(line) + 1 + len(word) + 2 > width:
+            lines.append(line + " \\")
+            line = "    " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line]
