@@ -114,14 +114,92 @@ def _from_journal(
     return out
 
 
+# pip's and uv's options that take a value as the next word: `--reinstall-package torch`
+# names no requirement
+_VALUED = frozenset(
+    [
+        "-r",
+        "--requirement",
+        "-c",
+        "--constraint",
+        "--constraints",
+        "-f",
+        "--find-links",
+        "-i",
+        "--index-url",
+        "--extra-index-url",
+        "--index",
+        "--default-index",
+        "-p",
+        "--python",
+        "-t",
+        "--target",
+        "--prefix",
+        "--root",
+        "--reinstall-package",
+        "-P",
+        "--upgrade-package",
+        "--no-binary",
+        "--only-binary",
+        "--override",
+        "--overrides",
+        "--exclude-newer",
+        "--index-strategy",
+        "--resolution",
+        "--prerelease",
+        "--python-version",
+        "--python-platform",
+        "-C",
+        "--config-setting",
+        "--config-settings",
+        "--keyring-provider",
+        "--link-mode",
+        "--cache-dir",
+        "--trusted-host",
+        "--platform",
+        "--abi",
+        "--implementation",
+        "--progress-bar",
+        "--src",
+        "--upgrade-strategy",
+        "--report",
+        "--log",
+        "--proxy",
+        "--timeout",
+        "--retries",
+        "--exists-action",
+        "--cert",
+        "--client-cert",
+        "--group",
+        "--extra",
+        "--torch-backend",
+        "--build-constraint",
+        "-b",
+        "--no-build-isolation-package",
+        "--no-deps-package",
+        "--directory",
+        "--project",
+        "--config-file",
+        "--color",
+    ]
+)
+
+
 def short_command(command: Sequence[str], most: int = 6) -> str:
-    """A command as people name it: the program's name and its words, not its options,
-    URLs or paths (the journal and --json keep the whole of it)."""
-    words = []
+    """A command as people name it: the program's name and its words, not its options (nor
+    their values), URLs or paths (the journal and --json keep the whole of it)."""
+    words: list[str] = []
+    skip = False
     for i, word in enumerate(command):
-        if word.startswith("-") or "://" in word:
-            continue
-        words.append(word.rsplit("/", 1)[-1] if i == 0 else word)
+        if skip:
+            skip = False
+        elif word == "-m" and i + 1 < len(command):  # python -m pip: the module is the tool
+            words = [command[i + 1]]
+            skip = True
+        elif word.startswith("-"):
+            skip = word in _VALUED
+        elif "://" not in word:
+            words.append(word.rsplit("/", 1)[-1] if i == 0 else word)
     words = [w for w in words if "/" not in w]
     return " ".join(words[:most]) + (" …" if len(words) > most else "")
 

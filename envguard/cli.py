@@ -11,11 +11,11 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
 
@@ -40,13 +40,14 @@ class Ui:
     verbosity: int = 0
     as_json: bool = False
 
-    def human(self, **view: Any) -> Human:
+    def human(self, stream: TextIO | None = None, **view: Any) -> Human:
         from envguard import _term
         from envguard.output.human import Human
 
+        stream = stream or sys.stdout
         return Human(
-            width=_term.width(sys.stdout),
-            color=_term.color(sys.stdout),
+            width=_term.width(stream),
+            color=_term.color(stream),
             verbosity=self.verbosity,
             **view,
         )
@@ -60,6 +61,21 @@ class Ui:
 
 
 _UI = Ui()
+
+
+@contextmanager
+def _flags_in_environ() -> Iterator[None]:
+    """--color and -vv travel as ENVGUARD_COLOR / ENVGUARD_DEBUG, so that the processes
+    envguard starts (the demo's) honour them too; put back afterwards for in-process callers."""
+    saved = {k: os.environ.get(k) for k in ("ENVGUARD_COLOR", "ENVGUARD_DEBUG")}
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _common(command: F) -> F:
@@ -183,6 +199,29 @@ def _fail(message: str, code: int = 2) -> None:
 class _Group(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # in the order they are defined: the workflow's
+
+    def main(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
+    ) -> NoReturn:
+        """The error boundary, here so that the entry point and click's test runner share it:
+        usage errors, like library errors, are one line and exit 2 (an envelope too under
+        --json)."""
+        argv = list(sys.argv[1:] if args is None else args)
+        extra["standalone_mode"] = False
+        _UI.command, _UI.verbosity, _UI.as_json = "", 0, False  # none of the last run's
+        try:
+            with _flags_in_environ():
+                code = super().main(argv, prog_name or "envguard", **extra)
+        except click.exceptions.Abort:
+            _fail("aborted", code=1)
+        except click.ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            sub = f" {ctx.info_name}" if ctx is not None and ctx.parent is not None else ""
+            hint = f" (envguard{sub} -h)" if ctx is not None else ""
+            _UI.as_json = _UI.as_json or "--json" in argv
+            _UI.command = _UI.command or (ctx.info_name if ctx is not None and ctx.parent else "")
+            _fail(exc.format_message() + hint, code=exc.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 @click.group(
@@ -504,7 +543,8 @@ def run(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
         result = journal.run(_config(), command, venv=venv)
     if as_json:
         _emit(result)
-    sys.stderr.write(_UI.human(expand=False).format(result))
+    # on stderr: the command's own output keeps stdout
+    sys.stderr.write(_UI.human(sys.stderr, expand=False).format(result))
     sys.exit(result.exit_code)
 
 
@@ -622,17 +662,4 @@ def fleet(
 
 
 def main() -> None:
-    """Usage errors, like library errors, are one line and exit 2 (an envelope too under
-    --json)."""
-    try:
-        code = cli.main(prog_name="envguard", standalone_mode=False)
-    except click.exceptions.Abort:
-        _fail("aborted", code=1)
-    except click.ClickException as exc:
-        ctx = getattr(exc, "ctx", None)
-        sub = f" {ctx.info_name}" if ctx is not None and ctx.parent is not None else ""
-        hint = f" (envguard{sub} -h)" if ctx is not None else ""
-        _UI.as_json = _UI.as_json or "--json" in sys.argv[1:]
-        _UI.command = _UI.command or (ctx.info_name if ctx is not None and ctx.parent else "")
-        _fail(exc.format_message() + hint, code=exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+    cli.main(prog_name="envguard")

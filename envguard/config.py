@@ -27,9 +27,12 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envguard.errors import ConfigError
+
+if TYPE_CHECKING:
+    from envguard.drift import DriftReport
 
 AREAS = ("python", "torch", "cuda", "gpu", "code", "caches", "libraries", "packages", "env", "host")
 FAIL_ON = ("critical", "warning", "any")
@@ -52,6 +55,11 @@ class Config:
     ignore_env: tuple[str, ...] = ()
     ignore_paths: tuple[str, ...] = ()
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def judged(self, report: DriftReport) -> DriftReport:
+        """The project's policy, the one place it is applied (diff, fleet, guard): the areas
+        judged, the variables and code paths left out."""
+        return report.only(self.only, self.ignore).without(self.ignore_env, self.ignore_paths)
 
     def with_flags(self, *, fail_on: str | None = None, only: str | None = None,
                    ignore: str | None = None) -> Config:  # fmt: skip
@@ -80,7 +88,9 @@ def _find(here: Path) -> tuple[Path, str, dict[str, Any]]:
         own = folder / "envguard.toml"
         if own.is_file():
             doc = _read(own)
-            return folder, str(own), _table(doc.get("tool", {}).get("envguard", doc), own)
+            tool = doc.get("tool")
+            table = tool.get("envguard", doc) if isinstance(tool, dict) else doc
+            return folder, str(own), _table(table, own)
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             doc = _read(pyproject)
@@ -90,8 +100,9 @@ def _find(here: Path) -> tuple[Path, str, dict[str, Any]]:
             if table is not None:
                 return folder, str(pyproject), _table(table, pyproject)
             nearest_pyproject = nearest_pyproject or folder
-        if git_root is None and (folder / ".git").exists():
-            git_root = folder
+        if (folder / ".git").exists():
+            git_root = folder  # a config above the repository belongs to something else
+            break
     return git_root or nearest_pyproject or here, "", {}
 
 

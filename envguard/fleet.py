@@ -103,8 +103,7 @@ def _load(path: Path) -> Loaded | str:
         return str(exc)
     lock, cfg = _LOCK[0]
     snap = snapshot.stored_against(lock, snap)
-    report = drift.compare(lock, snap).only(cfg.only, cfg.ignore)
-    report = report.without(cfg.ignore_env, cfg.ignore_paths)
+    report = cfg.judged(drift.compare(lock, snap))
     counted = [c for c in report.changes if c.counts_at(cfg.fail_on)]
     shown = tuple(f"{c.severity} {c.subject}: {c.old} → {c.new}" for c in counted[:8])
     areas = frozenset(c.area for c in counted)

@@ -78,7 +78,12 @@ def _root(members: Sequence[Distribution]) -> Distribution | None:
     asked = [d for d in roots if d.requested]
     if asked and len(asked) < len(roots):
         roots = asked
-    return max(roots, key=lambda d: (len(_closure(d.name, needs)), d.name))
+    sizes = {d.name: len(_closure(d.name, needs)) for d in roots}
+    top = max(sizes.values())
+    tied = [d for d in roots if sizes[d.name] == top]
+    # several roots alike (three packages asked for, nothing known of what needs what): the
+    # group has no one root, and naming one would be a guess
+    return tied[0] if len(tied) == 1 else None
 
 
 def _closure(name: str, needs: dict[str, set[str]]) -> set[str]:

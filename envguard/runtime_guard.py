@@ -13,6 +13,7 @@ torch is imported here only, and only for ``ranks=True``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envguard import catalog, config, drift, fleet, lockfile, snapshot
+from envguard import catalog, config, drift, fleet, lockfile, snapshot, targets
 from envguard.errors import EnvguardError
 from envguard.model import Snapshot
 
@@ -31,7 +32,7 @@ class DriftError(EnvguardError):
 
 
 def guard(
-    lock: str | os.PathLike[str] | Snapshot,
+    lock: str | os.PathLike[str] | Snapshot | None = None,
     *,
     fail_on: str = "critical",
     ranks: bool = False,
@@ -42,18 +43,25 @@ def guard(
 ) -> drift.DriftReport:
     """Raise :class:`DriftError` if this process's environment drifted; return the report.
 
+    ``lock``: a lockfile or a Snapshot; by default the project's lock, as a bare ``envguard
+    diff`` finds it. ``venv``: by default this process's own (``sys.prefix``).
     ``only``/``ignore``: areas to judge (python, torch, cuda, gpu, code, caches, libraries,
     packages, env, host), as ``diff --only/--ignore`` takes them; by default the project's
     ``[tool.envguard]`` settings, as diff applies them (ignored variables and paths too).
     """
     cfg = config.load()
-    only = cfg.only if only is None else tuple(only)
-    ignore = cfg.ignore if ignore is None else tuple(ignore)
+    cfg = dataclasses.replace(
+        cfg,
+        only=cfg.only if only is None else tuple(only),
+        ignore=cfg.ignore if ignore is None else tuple(ignore),
+    )
     if fail_on not in drift.FAIL_ON:
         raise EnvguardError(f"fail_on must be one of {', '.join(drift.FAIL_ON)}, not {fail_on!r}")
-    unknown = sorted((set(only) | set(ignore)) - set(drift.AREAS))
+    unknown = sorted((set(cfg.only) | set(cfg.ignore)) - set(drift.AREAS))
     if unknown:
         raise EnvguardError(f"unknown area {unknown[0]!r}: one of {', '.join(drift.AREAS)}")
+    if lock is None:  # the project's lock, as a bare `envguard diff` finds it
+        lock = targets.lock_for(None, Path(venv) if venv else None, cfg)[0]
     locked = lock if isinstance(lock, Snapshot) else lockfile.read(Path(lock))
     # this process's own environment, unless told otherwise
     live = snapshot.live_for(
@@ -62,8 +70,7 @@ def guard(
         repo=Path(repo) if repo else None,
         lock_path=None if isinstance(lock, Snapshot) else Path(lock),
     )
-    report = drift.compare(locked, live).only(tuple(only), tuple(ignore))
-    report = report.without(cfg.ignore_env, cfg.ignore_paths)
+    report = cfg.judged(drift.compare(locked, live))
     mine = _summary(report, live, fail_on)
     everyone = _gather(mine) if ranks else [mine]
     failing = [r for r in everyone if r["fails"]]

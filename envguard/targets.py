@@ -9,6 +9,7 @@ venv envguard itself was installed into, is never compared by accident.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from envguard import lockfile
@@ -45,13 +46,33 @@ def venv_for(lock: Snapshot, explicit: Path | None, cfg: Config) -> Path:
         ) from None
 
 
+def recorded(explicit: Path | None, cfg: Config) -> Path:
+    """The venv a command about a recorded venv works on (``log``, ``backups``,
+    ``unprotect``): --venv, the configured venv, the venv the project's lock recorded (when it
+    is here), then as :func:`venv`."""
+    if explicit is None and cfg.venv is None:
+        try:
+            only = _only_lock(cfg)
+        except LockfileError:
+            only = None
+        if only is not None:
+            path = Path(lockfile.read(only).venv.path)
+            if path.is_dir():
+                return path
+    return venv(explicit, cfg)
+
+
 def _active_or_local(cfg: Config) -> Path:
     active = os.environ.get("VIRTUAL_ENV")
+    local = [p for p in (Path(".venv"), cfg.root / ".venv") if p.is_dir()]
+    # the venv envguard runs from, activated to run it, is not the one to judge when the
+    # project has its own
+    if active and not (local and _is_own(Path(active))):
+        return Path(active)
+    if local:
+        return local[0]
     if active:
         return Path(active)
-    for local in (Path(".venv"), cfg.root / ".venv"):
-        if local.is_dir():
-            return local
     raise VenvError(
         "no venv given: pass --venv PATH, set venv in [tool.envguard], activate one, or run "
         "where ./.venv exists"
@@ -79,6 +100,13 @@ def lock_for(
         path = _lock_of(venv(venv_path, cfg), cfg)
     locked = lockfile.read(path)
     return path, locked, venv_for(locked, venv_path, cfg)
+
+
+def _is_own(path: Path) -> bool:
+    try:
+        return path.resolve() == Path(sys.prefix).resolve()
+    except OSError:
+        return False
 
 
 def _lock_of(venv_path: Path, cfg: Config) -> Path:

@@ -39,7 +39,7 @@ def run(
 
 def apply(report: DriftReport, cfg: Config) -> DriftReport:
     """The project's policy: the areas judged, the variables and code paths left out."""
-    return report.only(cfg.only, cfg.ignore).without(cfg.ignore_env, cfg.ignore_paths)
+    return cfg.judged(report)
 
 
 def _compared(old: Snapshot, new: Snapshot, lock: Path) -> DriftReport:

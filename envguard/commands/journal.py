@@ -24,6 +24,6 @@ def run(cfg: Config, command: Sequence[str], *, venv: Path | None = None) -> Run
 
 
 def log(cfg: Config, *, venv: Path | None = None) -> LogDone:
-    lock_path, _ = targets.lock_of_venv(targets.venv(venv, cfg), cfg)
+    lock_path, _ = targets.lock_of_venv(targets.recorded(venv, cfg), cfg)
     path = journal.path_for(lock_path)
     return LogDone(journal=str(path), entries=tuple(journal.read(path)))

@@ -30,11 +30,11 @@ def protect_venv(
 
 
 def unprotect_venv(cfg: Config, *, venv: Path | None) -> UnprotectDone:
-    target = targets.venv(venv, cfg)
+    target = targets.recorded(venv, cfg)
     return UnprotectDone(venv=str(target), lifted=protect.unprotect(target))
 
 
 def backups(cfg: Config, *, venv: Path | None, prune: bool, keep: int) -> BackupsDone:
-    target = target_path(targets.venv(venv, cfg))
+    target = target_path(targets.recorded(venv, cfg))
     listed = backups_mod.prune(target, keep) if prune else backups_mod.listing(target)
     return BackupsDone(backups=listed)

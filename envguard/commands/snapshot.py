@@ -44,14 +44,7 @@ def run(
 
         archive, size = cache_archive.save(snap, path)
     return SnapshotDone(
-        lockfile=_shown(path), snapshot=snap, archive=_shown(archive) if archive else None,
+        lockfile=str(path.absolute()), snapshot=snap,
+        archive=str(archive.absolute()) if archive else None,
         archive_bytes=size,
     )  # fmt: skip
-
-
-def _shown(path: Path) -> str:
-    """Relative to here when it is under here: what people type back."""
-    try:
-        return str(path.absolute().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

@@ -20,6 +20,7 @@ from envguard.output.layout import (
     severities,
     wrap,
 )
+from envguard.output.layout import path as _p
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 _SUBJECT_MAX = 16  # longer subjects push their values along rather than widen the column
@@ -50,7 +51,7 @@ class Human:
         report = r.report
         yield from self._verdict(report, r.fail_on)
         if self.verbosity >= 0 and r.venv:
-            for line in wrap(f"{r.venv} against {r.lock}", self.p.width, 2, first=""):
+            for line in wrap(f"{_p(r.venv)} against {_p(r.lock)}", self.p.width, 2, first=""):
                 yield self.p.paint(line, "dim")
         if self.verbosity < 0:
             return
@@ -121,7 +122,7 @@ class Human:
             else self.p.paint("Would change the environment", "yellow")
         )
         counts = ", ".join(severities(report.counts()))
-        yield f"{verdict}: {counts} in {r.venv}"
+        yield f"{verdict}: {counts} in {_p(r.venv)}"
         if self.verbosity < 0:
             return
         for line in r.forecast.reasons:
@@ -130,12 +131,13 @@ class Human:
 
     def _run(self, r: results.RunDone) -> Iterator[str]:
         e = r.watched.entry
-        yield (
-            f"{self.p.paint('envguard', 'bold')}: `{short_command(e.command)}` "
-            f"exited {e.exit_code}; "
+        lines = wrap(
+            f"envguard: `{short_command(e.command)}` exited {e.exit_code}; "
             f"{len(e.added)} added, {len(e.changed)} changed, {len(e.removed)} removed "
-            f"(journal: {r.watched.journal_path})"
-        )
+            f"(journal: {_p(r.watched.journal_path)})", self.p.width, 2, first="",
+        )  # fmt: skip
+        yield self.p.paint("envguard", "bold") + lines[0][len("envguard") :]
+        yield from lines[1:]
         if self.verbosity >= 0:
             yield from self.changes(r.watched.report.changes)
 
@@ -148,14 +150,14 @@ class Human:
             return
         torch = f"torch {snap.torch.version}" if snap.torch else "no torch"
         yield from wrap(
-            f"Snapshot of {snap.venv.path} → {r.lockfile}: Python {snap.python.version}, "
+            f"Snapshot of {_p(snap.venv.path)} → {_p(r.lockfile)}: Python {snap.python.version}, "
             f"{plural(len(snap.packages), 'distribution')}, {torch}",
             self.p.width, 2, first="",
         )  # fmt: skip
         for what, value in _facts(snap):
             yield from wrap(value, self.p.width, 18, first=f"  {what:<15} ")
         if r.archive:
-            yield f"  saved the compile caches to {r.archive} ({human_bytes(r.archive_bytes)})"
+            yield f"  saved the compile caches to {_p(r.archive)} ({human_bytes(r.archive_bytes)})"
         yield from self._notes(snap.warnings)
 
     # --- fleet ------------------------------------------------------------------------------
@@ -199,7 +201,7 @@ class Human:
 
     def _log(self, r: results.LogDone) -> Iterator[str]:
         if not r.entries:
-            yield f"no journal entries in {r.journal}"
+            yield f"no journal entries in {_p(r.journal)}"
             return
         for i, e in enumerate(r.entries, start=1):
             counts = f"+{len(e.added)} ~{len(e.changed)} -{len(e.removed)}"
@@ -208,31 +210,30 @@ class Human:
             yield from wrap(" ".join(e.command), self.p.width, 5)
 
     def _export(self, r: results.ExportDone) -> Iterator[str]:
-        yield f"wrote {r.output} ({r.format}, PEP 751): {plural(r.packages, 'package')}"
+        yield f"wrote {_p(r.output)} ({r.format}, PEP 751): {plural(r.packages, 'package')}"
 
     def _protect(self, r: results.ProtectDone) -> Iterator[str]:
         p = r.protection
-        yield f"protected {p.venv}: {plural(len(p.pins), 'pin')} in {p.constraints}"
+        yield f"protected {_p(p.venv)}: {plural(len(p.pins), 'pin')} in {_p(p.constraints)}"
         yield from wrap(
             "pip: always (the venv's pip.conf); uv: when the venv is activated or through "
             "envguard run", self.p.width, 2, first="  ",
         )  # fmt: skip
 
     def _unprotect(self, r: results.UnprotectDone) -> Iterator[str]:
-        yield f"unprotected {r.venv}" if r.lifted else f"{r.venv} was not protected"
+        yield f"unprotected {_p(r.venv)}" if r.lifted else f"{_p(r.venv)} was not protected"
 
     def _backups(self, r: results.BackupsDone) -> Iterator[str]:
         listed = r.backups
         for b in listed.removed:
-            yield f"removed {b.path} ({human_bytes(b.bytes)})"
+            yield f"removed {_p(b.path)} ({human_bytes(b.bytes)})"
         for path in listed.kept_in_use:
-            yield f"{self.p.paint('kept', 'yellow')} {path}: a process still runs from it"
+            yield f"{self.p.paint('kept', 'yellow')} {_p(path)}: a process still runs from it"
         if not listed.backups:
-            yield f"no backups beside {listed.venv}"
+            yield f"no backups beside {_p(listed.venv)}"
         for b in listed.backups:
-            yield from wrap(
-                f"{human_bytes(b.bytes)}, kept {b.created}", self.p.width, 2, first=b.path + "  "
-            )
+            kept = f"{human_bytes(b.bytes)}, kept {b.created}"
+            yield from wrap(kept, self.p.width, 2, first=_p(b.path) + "  ")
 
     def _restore(self, r: results.RestoreDone) -> Iterator[str]:
         """A restore's steps are streamed as they happen (``restore_step``): nothing is left
@@ -250,12 +251,12 @@ class Human:
     def _plan(self, plan: Any, *, full: bool, unchanged: bool) -> Iterator[str]:
         if unchanged:
             yield from wrap(
-                f"{self.p.paint('Already matches the lock', 'bold green')}: {plan.venv} "
+                f"{self.p.paint('Already matches the lock', 'bold green')}: {_p(plan.venv)} "
                 "(nothing rebuilt; --rebuild forces it)", self.p.width, 2, first="",
             )  # fmt: skip
             return
         yield from wrap(
-            f"{self.p.paint('Restore plan', 'bold')} for {plan.venv}: Python {plan.python}, "
+            f"{self.p.paint('Restore plan', 'bold')} for {_p(plan.venv)}: Python {plan.python}, "
             f"{plural(len(plan.pins), 'pin')} from {plan.indexes}", self.p.width, 2, first="",
         )  # fmt: skip
         shown = [pin for pin in plan.pins if full or pin.source != "the default index"]
@@ -277,7 +278,7 @@ class Human:
         if plan.system_site_packages:
             yield "the venv sees the base interpreter's packages (--system-site-packages)"
         if not plan.replaces_existing:
-            yield f"{plan.venv} does not exist yet: it will be created"
+            yield f"{_p(plan.venv)} does not exist yet: it will be created"
 
     def restore_step(self, step: Any) -> str:
         from envguard.restore.build import Outcome
@@ -297,11 +298,11 @@ class Human:
         if o.unchanged:
             return
         yield (
-            f"{self.p.paint('Restored', 'bold green')} {o.venv}: "
+            f"{self.p.paint('Restored', 'bold green')} {_p(o.venv)}: "
             f"{plural(len(o.plan.pins), 'package')} match the lock"
         )
         if o.backup:
-            yield from wrap(f"the old venv is kept at {o.backup}", self.p.width, 2, first="")
+            yield from wrap(f"the old venv is kept at {_p(o.backup)}", self.p.width, 2, first="")
         if o.protection:
             yield f"envguard protect's pins: {o.protection}"
         if o.import_check:
@@ -309,15 +310,18 @@ class Human:
 
     def _cache_step(self, step: Any) -> Iterator[str]:
         if step.missing:
-            yield f"no compile caches were saved beside the lock ({step.archive}): none restored"
+            yield from wrap(
+                f"no compile caches were saved beside the lock ({_p(step.archive)}): none "
+                "restored", self.p.width, 2, first="",
+            )  # fmt: skip
             return
         if step.dry_run:
-            yield f"would unpack {step.archive} if its caches fit this venv"
+            yield f"would unpack {_p(step.archive)} if its caches fit this venv"
             return
         for kind, path, files in zip(step.kind, step.paths, step.files, strict=True):
             yield from wrap(
                 f"{self.p.paint('Restored cache', 'bold green')}: {kind}, "
-                f"{plural(files, 'file')} into {path}", self.p.width, 2, first="",
+                f"{plural(files, 'file')} into {_p(path)}", self.p.width, 2, first="",
             )  # fmt: skip
 
     def _work_moved(self, moved: Any) -> Iterator[str]:
@@ -331,7 +335,7 @@ class Human:
     def _code_step(self, code: Any) -> Iterator[str]:
         if code.dry_run:
             yield from wrap(
-                f"would check out {code.head[:12]} in {code.root} and apply a patch of "
+                f"would check out {code.head[:12]} in {_p(code.root)} and apply a patch of "
                 f"{plural(code.files, 'file')} (uncommitted work is stashed first)",
                 self.p.width, 2, first="",
             )  # fmt: skip
@@ -347,14 +351,19 @@ class Human:
             else "as the snapshot had it (no uncommitted change)"
         )
         yield from wrap(
-            f"{self.p.paint('Restored code', 'bold green')}: {code.root} is at {code.head[:12]} "
-            f"({where}) {patch}", self.p.width, 2, first="",
+            f"{self.p.paint('Restored code', 'bold green')}{_in(code.root)}: HEAD at "
+            f"{code.head[:12]} ({where}) {patch}", self.p.width, 2, first="",
         )  # fmt: skip
         if code.kept:
             yield from wrap(f"envguard's own files kept in place: {', '.join(code.kept)}",
                             self.p.width, 2, first="")  # fmt: skip
         if code.back:
             yield from wrap(f"to go back: {code.back}", self.p.width, 2, first="")
+
+
+def _in(root: str) -> str:
+    shown = _p(root)
+    return "" if shown == "." else f" in {shown}"
 
 
 def _facts(snap: Any) -> Iterator[tuple[str, str]]:
@@ -384,12 +393,12 @@ def _facts(snap: Any) -> Iterator[tuple[str, str]]:
             if c.exists
             else "absent"
         )
-        yield f"{c.kind} cache", f"{c.path}: {state}"
+        yield f"{c.kind} cache", f"{_p(c.path)}: {state}"
     if snap.code:
         code = snap.code
         dirty = f"dirty, {plural(len(code.changed), 'file')}" if code.dirty else "clean"
         head = code.head[:12] or "(no commits)"
-        yield "code", f"{code.root} @ {head} {code.branch or 'detached'} ({dirty})"
+        yield "code", f"{_p(code.root)} @ {head} {code.branch or 'detached'} ({dirty})"
     yield "env vars", f"{len(snap.environ)} training-relevant"
     host = snap.host
     yield (

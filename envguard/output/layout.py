@@ -8,12 +8,15 @@ fits the width unless a single value is longer than the width itself.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from envguard import _term
 
+_NBSP = "\u00a0"
 INDENT = 10  # "critical  " and "warning   " line up the subjects
 ARROW = " → "
 
@@ -31,6 +34,8 @@ def wrap(text: str, width: int, indent: int = INDENT, first: str | None = None) 
     """``text`` wrapped at word boundaries (never inside a word: a long path stays whole),
     every line indented by ``indent`` spaces, or the first one starting with ``first``."""
     pad = " " * indent
+    # "(journal #3)", "stash@{0}": a reference stays on one line with its number
+    text = text.replace(" #", _NBSP + "#")
     lines = textwrap.wrap(
         text,
         width=max(20, width),
@@ -39,6 +44,7 @@ def wrap(text: str, width: int, indent: int = INDENT, first: str | None = None) 
         break_long_words=False,
         break_on_hyphens=False,
     )
+    lines = [line.replace(_NBSP, " ") for line in lines]
     return lines or [first.rstrip() if first else ""]
 
 
@@ -74,6 +80,23 @@ def _values(old: str, new: str) -> str:
     if old and new:
         return f"{old}{ARROW}{new}"
     return old or new
+
+
+def path(value: str | os.PathLike[str]) -> str:
+    """A path as people type it back: relative under the working directory, ``~`` under the
+    home folder, else whole. Only screens shorten paths; ``--json`` keeps them absolute."""
+    full = Path(value)
+    if not full.is_absolute():
+        return str(full)
+    for base, prefix in ((Path.cwd(), None), (Path.home(), Path("~"))):
+        if base == Path(base.anchor):
+            continue  # everything is under /: no shorter for it
+        try:
+            rel = full.relative_to(base)
+        except ValueError:
+            continue
+        return str(prefix / rel if prefix else rel)
+    return str(full)
 
 
 def block(lines: Iterable[str]) -> str:

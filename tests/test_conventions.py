@@ -1,0 +1,290 @@
+"""The conventions people expect of a CLI (uv, ruff, git), and the project's defaults.
+
+Each test lays the project out as users do (``tests.project``): a git repo with its venv
+and a committed ``lockfiles/``; the CLI runs in-process except where the process boundary
+(terminal width, a pipe) is what is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import envguard
+from tests.conftest import git, make_venv
+from tests.project import Project, invoke
+
+ANSI = "\x1b["
+
+
+def _subprocess(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """envguard as a separate process with its output in a pipe, as in CI or ``| tee``."""
+    full = {**os.environ, **env}
+    full.pop("COLUMNS", None) if "COLUMNS" not in env else None
+    return subprocess.run(
+        [sys.executable, "-m", "envguard", *args],
+        cwd=cwd, env=full, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def _drift(project: Project) -> None:
+    """A change in three areas: code (critical), caches and packages (warnings)."""
+    project.write("model.py", "def forward(x):\n    return x * 2\n")
+    shutil.rmtree(project.cache)
+    project.install("plainpkg==2.4")
+
+
+# --- version, help, errors --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version_flag(flag: str) -> None:
+    code, out, _ = invoke(flag)
+    assert code == 0 and envguard.__version__ in out
+
+
+def test_bare_envguard_prints_help_not_an_error() -> None:
+    code, out, err = invoke()
+    assert code == 0
+    assert "Usage:" in out and "snapshot" in out and "diff" in out
+    assert "error" not in err.lower()
+
+
+@pytest.mark.parametrize(
+    "command", ["snapshot", "diff", "restore", "preflight", "run", "log", "fleet", "export"]
+)
+def test_every_command_help_lists_exit_codes_and_an_example(command: str) -> None:
+    code, out, _ = invoke(command, "--help")
+    assert code == 0
+    assert "Exit codes:" in out and f"envguard {command}" in out.split("Options:")[0]
+    assert "-q, --quiet" in out and "-v, --verbose" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diff", "--bogus"],
+        ["nosuch"],
+        ["diff", "--fail-on", "sometimes"],
+        ["diff", "--only", "torch,nonsense"],
+        ["diff", "/no/such/folder/with/a/rather/long/name/train.envguard.toml"],
+    ],
+)
+def test_errors_are_one_line_in_a_narrow_pipe(tmp_path: Path, args: list[str]) -> None:
+    done = _subprocess(*args, cwd=tmp_path, env={"COLUMNS": "20", "NO_COLOR": "1"})
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "Traceback" not in done.stderr
+    if args[-1].startswith("/no/such"):
+        assert args[-1] in lines[0]  # the path whole, not split at the width
+
+
+@pytest.mark.parametrize(
+    "args", [["diff", "--json", "--bogus"], ["diff", "--json", "/no/such/l.envguard.toml"]]
+)
+def test_an_error_under_json_is_an_envelope_on_stdout(args: list[str]) -> None:
+    code, out, _ = invoke(*args)
+    doc = json.loads(out)
+    assert code == 2 and doc["exit_code"] == 2 and doc["result"] is None
+    assert doc["tool"] == "envguard" and doc["kind"] == "diff" and doc["error"]
+
+
+# --- colour -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "coloured"),
+    [
+        ([], {}, False),  # not a terminal: plain
+        ([], {"FORCE_COLOR": "1"}, True),
+        ([], {"CLICOLOR_FORCE": "1"}, True),
+        ([], {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),  # NO_COLOR wins over FORCE_COLOR
+        (["--color", "always"], {"NO_COLOR": "1"}, True),  # the flag wins over both
+        (["--color", "never"], {"FORCE_COLOR": "1"}, False),
+    ],
+)
+def test_colour_follows_flag_then_environment(
+    project: Project, flag: list[str], env: dict[str, str], coloured: bool
+) -> None:
+    project.snapshot()
+    _drift(project)
+    base: dict[str, str | None] = {"NO_COLOR": None, "FORCE_COLOR": None, "CLICOLOR_FORCE": None}
+    code, out, _ = invoke("diff", *flag, env={**project.activated(), **base, **env})
+    assert code == 1
+    assert (ANSI in out) is coloured
+
+
+# --- area filters -----------------------------------------------------------------------------
+
+
+def test_only_and_ignore_filter_diff_and_guard_alike(project: Project) -> None:
+    project.snapshot()
+    _drift(project)
+    every = {c["area"] for c in project.verdict().changes if c["severity"] != "info"}
+    assert {"code", "caches", "packages"} <= every
+    only = project.verdict("--only", "caches,packages", guard=False)
+    assert {c["area"] for c in only.changes} == {"caches", "packages"}
+    assert only.exit_code == 1
+    ignored = project.verdict("--ignore", "code", guard=False)
+    assert "code" not in {c["area"] for c in ignored.changes}
+    assert every - {"code"} <= {c["area"] for c in ignored.changes}
+    report = envguard.guard(project.lock, venv=project.venv, only=["caches"])
+    assert {c.area for c in report.changes} == {"caches"}  # a warning: guard(critical) passes
+    with pytest.raises(envguard.DriftError):
+        envguard.guard(project.lock, venv=project.venv, ignore=["caches"], fail_on="critical")
+
+
+def test_only_code_passes_when_the_drift_is_elsewhere(project: Project) -> None:
+    project.snapshot()
+    shutil.rmtree(project.cache)
+    assert project.verdict("--only", "code", guard=False).exit_code == 0
+    assert project.verdict(guard=False).exit_code == 1
+
+
+# --- project config and precedence ------------------------------------------------------------
+
+
+def _configure(project: Project, table: str) -> None:
+    project.write("pyproject.toml", f'[project]\nname = "train"\n\n[tool.envguard]\n{table}')
+    project.commit("configure envguard", "pyproject.toml")
+
+
+def test_precedence_flag_then_environment_then_config(project: Project) -> None:
+    _configure(project, 'fail-on = "critical"\n')
+    project.snapshot()
+    shutil.rmtree(project.cache)  # a warning, nothing critical
+    assert project.verdict(guard=False).exit_code == 1  # the helper passes --fail-on warning
+    env = project.activated()
+    assert invoke("diff", env=env)[0] == 0  # config: critical
+    env_warning = {**env, "ENVGUARD_FAIL_ON": "warning"}
+    assert invoke("diff", env=env_warning)[0] == 1  # environment over config
+    assert invoke("diff", "--fail-on", "critical", env=env_warning)[0] == 0  # flag over both
+
+
+def test_config_ignores_areas_variables_and_paths(project: Project) -> None:
+    _configure(
+        project, 'ignore = ["caches"]\nignore-env = ["WANDB_*"]\nignore-paths = ["notes/*"]\n'
+    )
+    project.snapshot()
+    shutil.rmtree(project.cache)
+    project.write("notes/idea.txt", "try a larger batch\n")
+    verdict = project.verdict(env={"WANDB_PROJECT": "another"})  # guard reads the same config
+    assert verdict.found("info") == set()
+    assert verdict.exit_code == 0
+
+
+def test_a_bad_config_is_one_line_naming_the_setting(project: Project) -> None:
+    _configure(project, 'fail-on = "sometimes"\n')
+    code, out, err = invoke("diff", env=project.activated())
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and "tool.envguard.fail-on" in err and "sometimes" in err
+
+
+def test_envguard_toml_for_projects_without_a_pyproject(project: Project) -> None:
+    project.write("envguard.toml", 'lockfiles = "locks"\n')
+    project.commit("configure", "envguard.toml")
+    project.snapshot()
+    assert (project.root / "locks" / "train.envguard.toml").is_file()
+    assert not (project.root / "lockfiles").exists()
+
+
+def test_a_config_above_the_repository_is_not_this_projects(
+    tmp_path: Path, project: Project
+) -> None:
+    (project.root.parent / "envguard.toml").write_text('lockfiles = "elsewhere"\n')
+    project.snapshot()
+    assert project.lock.is_file()
+
+
+# --- the project root and the defaults that follow the lock -----------------------------------
+
+
+def test_snapshot_from_a_subfolder_writes_at_the_project_root(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sub = project.root / "configs" / "exp1"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    project.snapshot()
+    assert project.lock.is_file()
+    assert not (sub / "lockfiles").exists()
+    assert invoke("diff", env=project.activated())[0] == 0  # and diff finds it from there
+
+
+def test_defaults_follow_the_lock_when_no_venv_is_active(project: Project) -> None:
+    code, _, err = invoke("snapshot", "-q", "--venv", str(project.venv), env={"VIRTUAL_ENV": None})
+    assert code == 0, err
+    code, out, err = invoke("diff", "--json", env={"VIRTUAL_ENV": None})
+    assert code == 0, err
+    assert Path(json.loads(out)["result"]["venv"]) == project.venv
+    code, out, err = invoke("log", "--json", env={"VIRTUAL_ENV": None})
+    assert code == 0, err
+    assert Path(json.loads(out)["result"]["journal"]).parent == project.lock.parent
+
+
+def test_envguards_own_venv_is_not_the_default_target(project: Project) -> None:
+    """``pip install envguard`` into a venv, activated to run it, in a project with its own
+    ``.venv``: the project's venv is the one recorded and judged."""
+    own = {"VIRTUAL_ENV": sys.prefix}
+    code, out, err = invoke("snapshot", "--json", env=own)
+    assert code == 0, err
+    assert Path(json.loads(out)["result"]["venv"]["path"]) == project.venv
+    code, out, err = invoke("log", "--json", env=own)
+    assert code == 0, err
+    assert Path(json.loads(out)["result"]["journal"]).parent == project.lock.parent
+
+
+def test_with_two_locks_the_venv_picks_its_own(project: Project, tmp_path: Path) -> None:
+    project.snapshot()
+    other = make_venv(tmp_path / "serve")
+    other_lock = project.lock.with_name("serve.envguard.toml")
+    assert invoke("snapshot", "-q", "--venv", str(other), "-o", str(other_lock))[0] == 0
+    code, out, err = invoke("diff", "--json", env={"VIRTUAL_ENV": None})  # ./.venv's
+    assert code == 0, err
+    assert Path(json.loads(out)["result"]["venv"]) == project.venv
+    code, out, err = invoke("diff", "--json", env={"VIRTUAL_ENV": str(other)})
+    assert code == 0, err
+    assert Path(json.loads(out)["result"]["venv"]) == other
+    assert envguard.guard(venv=other).changes == ()  # guard picks the same lock diff does
+    shutil.rmtree(project.venv)  # no venv to tell them apart: a question, not a guess
+    code, _, err = invoke("diff", env={"VIRTUAL_ENV": None})
+    assert code == 2 and "2 lockfiles" in err and "[tool.envguard]" in err
+
+
+def test_guard_without_arguments_uses_the_projects_lock(project: Project) -> None:
+    project.snapshot()
+    report = envguard.guard(venv=project.venv)
+    assert report.changes == () or all(c.severity == "info" for c in report.changes)
+    project.write("model.py", "def forward(x):\n    return -x\n")
+    with pytest.raises(envguard.DriftError):
+        envguard.guard(venv=project.venv)
+
+
+# --- files people share -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_lockfiles_follow_the_umask(project: Project, umask: int, mode: int) -> None:
+    old = os.umask(umask)
+    try:
+        project.snapshot("--save-cache")
+    finally:
+        os.umask(old)
+    assert project.lock.stat().st_mode & 0o777 == mode
+    archive = project.lock.with_name("train.envguard-caches.tar.gz")
+    assert archive.stat().st_mode & 0o777 == mode
+
+
+def test_committing_the_lockfile_is_not_drift(project: Project) -> None:
+    project.snapshot()
+    project.commit("lock the known-good environment", "lockfiles")
+    assert git(project.root, "status", "--porcelain").strip() == ""
+    verdict = project.verdict(fail_on="warning")
+    assert verdict.exit_code == 0 and verdict.found() == set()
