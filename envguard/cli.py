@@ -269,7 +269,11 @@ def demo(keep: Path | None) -> None:
 
 
 @cli.command()
-@click.option("--venv", type=_PATH, help="The environment to read (default: see README).")
+@click.option(
+    "--venv",
+    type=_PATH,
+    help="The venv to record (default: [tool.envguard] venv, the active venv, ./.venv).",
+)
 @click.option("--repo", type=_PATH, help="The training code's git repo (default: the one here).")
 @click.option(
     "--cache-dir",
@@ -375,7 +379,7 @@ def diff(
 
 
 @cli.command()
-@click.argument("lock", type=_PATH)
+@click.argument("lock", type=_PATH, required=False)
 @click.option("--venv", type=_PATH, help="The venv to rebuild (default: the lock's).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before replacing the venv.")
@@ -391,8 +395,9 @@ def diff(
 @click.option("--all", "everything", is_flag=True, help="The venv, then the caches and code.")
 @_json_option
 @_common
-def restore(lock: Path, as_json: bool, **kw: Any) -> None:
-    """Rebuild the venv of LOCK with uv: exact pins, verified, the old venv kept.
+def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
+    """Rebuild the venv of LOCK (default: the project's) with uv: exact pins, verified, the
+    old venv kept.
 
     \b
     Examples:
@@ -404,17 +409,18 @@ def restore(lock: Path, as_json: bool, **kw: Any) -> None:
     Exit codes: 0 restored (or already matching), 1 not restored (the old venv is
     untouched), 2 error.
     """
-    from envguard import lockfile
+    from envguard import lockfile, targets
     from envguard.restore import command
     from envguard.results import RestoreDone
 
     _interrupt_on_sigterm()
     with _errors():
+        path = targets.lock_path(lock, kw["venv"], _config())
         code, cache, everything = kw.pop("code"), kw.pop("cache"), kw.pop("everything")
         yes, dry_run = kw.pop("yes"), kw.pop("dry_run")
         req = command.Request(
-            lock_path=lock,
-            lock=lockfile.read(lock),
+            lock_path=path,
+            lock=lockfile.read(path),
             overrides=_overrides(kw),
             venv_step=everything or not (code or cache),
             caches_step=everything or cache,
@@ -469,7 +475,7 @@ def _json(result: Result) -> str:
 
 
 @cli.command()
-@click.option("--venv", type=_PATH, help="Whose backups (default: as snapshot).")
+@click.option("--venv", type=_PATH, help="Whose backups (default: the project lock's).")
 @click.option("--prune", is_flag=True, help="Remove all but the newest --keep backups.")
 @click.option("--keep", type=click.IntRange(min=0), default=1, show_default=True)
 @_json_option
@@ -492,15 +498,18 @@ def backups(venv: Path | None, prune: bool, keep: int, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("lock", type=_PATH)
+@click.argument("lock", type=_PATH, required=False)
 @click.option("--format", "fmt", type=click.Choice(["pylock"]), default="pylock", show_default=True)
 @click.option("-o", "--output", type=_PATH, default=Path("pylock.toml"), show_default=True)
 @click.option("--resolve", is_flag=True, help="Ask the inferred indexes for wheels and hashes.")
 @_index_options
 @_json_option
 @_common
-def export(lock: Path, fmt: str, output: Path, resolve: bool, as_json: bool, **kw: Any) -> None:
-    """Write LOCK's packages as a PEP 751 pylock.toml that `uv pip sync` installs.
+def export(
+    lock: Path | None, fmt: str, output: Path, resolve: bool, as_json: bool, **kw: Any
+) -> None:
+    """Write the packages of LOCK (default: the project's) as a PEP 751 pylock.toml that
+    `uv pip sync` installs.
 
     A pylock names each wheel with its hash, which only an index knows: pass --resolve (the
     indexes the lock inferred), --find-links DIR or --index-url URL.
@@ -516,12 +525,12 @@ def export(lock: Path, fmt: str, output: Path, resolve: bool, as_json: bool, **k
     from envguard.commands import manage
 
     with _errors():
-        _emit(manage.export(lock, output, _overrides(kw), resolve=resolve))
+        _emit(manage.export(_config(), lock, output, _overrides(kw), resolve=resolve))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option(
-    "--venv", type=_PATH, help="The venv the command installs into (default: as snapshot)."
+    "--venv", type=_PATH, help="The venv the command installs into (default: the active one)."
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @_json_option
@@ -549,7 +558,7 @@ def run(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
 
 
 @cli.command()
-@click.option("--venv", type=_PATH, help="Whose journal (default: as snapshot).")
+@click.option("--venv", type=_PATH, help="Whose journal (default: the project lock's).")
 @_json_option
 @_common
 def log(venv: Path | None, as_json: bool) -> None:
@@ -569,7 +578,9 @@ def log(venv: Path | None, as_json: bool) -> None:
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--venv", type=_PATH, help="The venv to check against (default: as snapshot).")
+@click.option(
+    "--venv", type=_PATH, help="The venv to check (default: where the installer would install)."
+)
 @click.option("--expand", is_flag=True, help="List the packages the install would bring.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @_json_option
@@ -592,12 +603,14 @@ def preflight(venv: Path | None, expand: bool, as_json: bool, command: tuple[str
 
 
 @cli.command(name="protect")
-@click.argument("lock", type=_PATH)
+@click.argument("lock", type=_PATH, required=False)
 @click.option("--venv", type=_PATH, help="The venv to protect (default: the lock's).")
 @click.option("--package", "packages", multiple=True, help="Also pin this package (repeatable).")
 @_json_option
 @_common
-def protect_cmd(lock: Path, venv: Path | None, packages: tuple[str, ...], as_json: bool) -> None:
+def protect_cmd(
+    lock: Path | None, venv: Path | None, packages: tuple[str, ...], as_json: bool
+) -> None:
     """Make installs into the venv unable to replace torch, its CUDA wheels, triton, ...
 
     \b
@@ -614,7 +627,7 @@ def protect_cmd(lock: Path, venv: Path | None, packages: tuple[str, ...], as_jso
 
 
 @cli.command(name="unprotect")
-@click.option("--venv", type=_PATH, help="The venv (default: as snapshot).")
+@click.option("--venv", type=_PATH, help="The venv (default: the project lock's).")
 @_json_option
 @_common
 def unprotect_cmd(venv: Path | None, as_json: bool) -> None:

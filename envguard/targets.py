@@ -82,9 +82,15 @@ def _active_or_local(cfg: Config) -> Path:
 def lock_for(
     explicit: Path | None, venv_path: Path | None, cfg: Config
 ) -> tuple[Path, Snapshot, Path]:
-    """(lockfile, its snapshot, the venv to compare it with) for ``diff [LOCK] [--venv]``:
-    LOCK, else the configured lock, else the lock of the venv given or configured, else the
-    project's only lock (with the venv it recorded), else the active venv's lock."""
+    """(lockfile, its snapshot, the venv to compare it with) for ``diff [LOCK] [--venv]``."""
+    path = lock_path(explicit, venv_path, cfg)
+    locked = lockfile.read(path)
+    return path, locked, venv_for(locked, venv_path, cfg)
+
+
+def lock_path(explicit: Path | None, venv_path: Path | None, cfg: Config) -> Path:
+    """The lock a command works on: LOCK, else the configured lock, else the lock of the venv
+    given or configured, else the project's only lock, else the active venv's lock."""
     path = explicit or cfg.lock
     if path is None and (venv_path is not None or cfg.venv is not None):
         path = _lock_of(venv(venv_path, cfg), cfg)
@@ -98,8 +104,7 @@ def lock_for(
                 raise several from None
     if path is None:
         path = _lock_of(venv(venv_path, cfg), cfg)
-    locked = lockfile.read(path)
-    return path, locked, venv_for(locked, venv_path, cfg)
+    return path
 
 
 def _is_own(path: Path) -> bool:

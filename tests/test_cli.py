@@ -168,7 +168,7 @@ def test_diff_lock_uses_the_locks_venv_when_none_is_active(venv: Path, tmp_path:
     ("args", "message"),
     [
         (["snapshot", "--bogus"], "No such option '--bogus'"),
-        (["restore"], "Missing argument 'LOCK'"),
+        (["restore", "--bogus"], "No such option '--bogus'"),
         (["nosuch"], "No such command 'nosuch'"),
     ],
 )

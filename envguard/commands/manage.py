@@ -12,18 +12,20 @@ from envguard.restore.plan import Overrides, target_path
 from envguard.results import BackupsDone, ExportDone, ProtectDone, UnprotectDone
 
 
-def export(lock: Path, output: Path, overrides: Overrides, *, resolve: bool) -> ExportDone:
+def export(
+    cfg: Config, lock: Path | None, output: Path, overrides: Overrides, *, resolve: bool
+) -> ExportDone:
     export_mod.check_name(output)
-    locked = lockfile.read(lock)
+    locked = lockfile.read(targets.lock_path(lock, None, cfg))
     data = export_mod.pylock(locked, overrides, resolve=resolve)
     export_mod.write(output, data)
     return ExportDone(output=str(output), format="pylock", packages=len(locked.packages))
 
 
 def protect_venv(
-    cfg: Config, lock: Path, *, venv: Path | None, extra: tuple[str, ...]
+    cfg: Config, lock: Path | None, *, venv: Path | None, extra: tuple[str, ...]
 ) -> ProtectDone:
-    locked = lockfile.read(lock)
+    locked = lockfile.read(targets.lock_path(lock, venv, cfg))
     return ProtectDone(
         protection=protect.protect(locked, targets.venv_for(locked, venv, cfg), extra)
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 from envguard import _term
 from envguard.demo import incident
 from envguard.demo.cache import BuiltBy, make
+from envguard.errors import EnvguardError
 from envguard.uv import find_uv
 
 
@@ -31,6 +32,9 @@ def run(keep: Path | None = None, say: Callable[..., None] | None = None) -> int
     it (else a temporary folder, removed at the end)."""
     tell = say or _narrate
     started = time.perf_counter()
+    if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+        # it builds a venv, a repository and caches there: never over someone's files
+        raise EnvguardError(f"--keep {keep}: must be a new or empty folder")
     work = keep.absolute() if keep else Path(tempfile.mkdtemp(prefix="envguard-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     try:

@@ -1,0 +1,72 @@
+"""``envguard demo``, as a new user runs it: the real CLI in its own process, at 80 columns."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import envguard
+
+
+def _demo(*args: str, cwd: Path, path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    if path is not None:
+        env["PYTHONPATH"] = str(path)
+    return subprocess.run(
+        [sys.executable, "-m", "envguard", "demo", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_the_demo_shows_the_incident_and_its_cure(tmp_path: Path) -> None:
+    # the package alone, copied away from the checkout: no file outside it is needed
+    site = tmp_path / "site"
+    shutil.copytree(Path(envguard.__file__).parent, site / "envguard")
+    done = _demo(cwd=tmp_path, path=site)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    over = [line for line in out.splitlines() if len(line) > 80]
+    assert over == []
+    # the three screens it promises, in order, with their verdicts
+    first = out.index("$ envguard diff")
+    restore = out.index("$ envguard restore")
+    again = out.index("$ envguard diff", restore)
+    assert first < restore < again
+    assert re.search(r"critical  torch +2\.11\.0\+cu128 → 2\.11\.0\+cu130", out[first:restore])
+    assert "Restored .venv: 8 packages match the lock" in out[restore:again]
+    assert "saved your uncommitted work as stash@{0}" in out[restore:again]
+    assert out[again:].splitlines()[1].startswith("No drift")
+    match = re.search(r"Building a training project in (\S+)/train", out)
+    assert match and not Path(match.group(1)).exists()  # cleaned up after itself
+    assert "Traceback" not in done.stderr
+
+
+def test_keep_leaves_a_project_to_explore(tmp_path: Path) -> None:
+    keep = tmp_path / "demo"
+    done = _demo("--keep", str(keep), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (keep / "train" / "lockfiles" / "train.envguard.toml").is_file()
+    assert f"kept in {keep}" in " ".join(done.stdout.split())
+    # and it is a project envguard works on, from its folder
+    after = subprocess.run(
+        [sys.executable, "-m", "envguard", "diff", "-q"],
+        cwd=keep / "train", capture_output=True, text=True, check=False,
+        env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(keep / "inductor"),
+             "TRITON_CACHE_DIR": str(keep / "triton")},
+    )  # fmt: skip
+    assert after.returncode == 0, after.stdout + after.stderr
+
+
+def test_keep_never_builds_over_existing_files(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("my work\n")
+    done = _demo("--keep", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: --keep {tmp_path}: must be a new or empty folder"
+    ]
+    assert sorted(os.listdir(tmp_path)) == ["mine.txt"]
