@@ -441,7 +441,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
                 req,
                 plan,
                 unchanged,
-                on_step=None if as_json else lambda s: click.echo(human.restore_step(s), nl=False),
+                on_step=None if as_json else lambda s: step.echo(human.restore_step(s)),
                 progress=step,
             )
         if result.error:

@@ -7,8 +7,10 @@ and a committed ``lockfiles/``; the CLI runs in-process except where the process
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import envguard
+from envguard.output.progress import Bars
 from tests.conftest import git, make_venv
 from tests.project import Project, invoke
 
@@ -288,3 +291,41 @@ def test_committing_the_lockfile_is_not_drift(project: Project) -> None:
     assert git(project.root, "status", "--porcelain").strip() == ""
     verdict = project.verdict(fail_on="warning")
     assert verdict.exit_code == 0 and verdict.found() == set()
+
+
+# --- progress ---------------------------------------------------------------------------------
+
+
+def _screen(written: str) -> list[str]:
+    """What a terminal shows for ``written``: ``\\r\\x1b[2K`` clears the line the cursor is on."""
+    lines = [""]
+    for chunk in re.split(r"(\r\x1b\[2K|\n)", written):
+        if chunk == "\n":
+            lines.append("")
+        elif chunk == "\r\x1b[2K":
+            lines[-1] = ""
+        else:
+            lines[-1] += chunk
+    return lines
+
+
+def test_progress_never_writes_over_text_printed_meanwhile() -> None:
+    terminal = io.StringIO()  # stdout and stderr on one terminal, as people run it
+    bars = Bars(terminal)
+    bars("install", 3, 8)
+    bars.echo("Restored .venv: 8 packages match the lock\n", terminal)
+    bars("verify", 0, 1)
+    bars.echo("Restored cache: inductor\n", terminal)
+    assert _screen(terminal.getvalue())[:2] == [
+        "Restored .venv: 8 packages match the lock",
+        "Restored cache: inductor",
+    ]
+    assert _screen(terminal.getvalue())[2].startswith("verify")  # the status line, below
+    bars.close()
+    assert _screen(terminal.getvalue())[2] == ""  # and gone when the work is over
+    assert "\x1b[1A" not in terminal.getvalue() and "\x1b[A" not in terminal.getvalue()
+
+
+def test_no_progress_without_a_terminal(project: Project) -> None:
+    code, _, err = invoke("snapshot", env=project.activated())
+    assert code == 0 and "\r" not in err and "━" not in err

@@ -99,11 +99,11 @@ class _Demo:
         self.tell("And the same question again:")
         ok &= self._envguard("diff") == 0
         self.tell(
-            "Try it on your own training venv (and commit lockfiles/ with your code):\n"
-            "  envguard snapshot --venv PATH             record it\n"
+            "Try it in your own training project (and commit lockfiles/ with your code):\n"
+            "  envguard snapshot                         record the active venv (or ./.venv)\n"
             "  envguard diff                             later: what changed, why it matters\n"
             "  envguard preflight -- uv pip install X    before an install: what it would do\n"
-            "  envguard restore LOCK --dry-run           how it would put it back"
+            "  envguard restore --dry-run                how it would put it back"
         )
         return ok
 

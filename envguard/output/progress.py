@@ -1,43 +1,81 @@
-"""Progress on long work: a bar per phase on stderr, on a terminal only (rich, loaded here).
+"""Progress on long work: one status line on stderr, on a terminal only.
 
-A phase shows done as soon as the next one starts; the bars go when the work is over.
+``phase ━━━━━━━━━━━━━━━━        5/8  0:03``, redrawn in place with a carriage return, as uv
+and cargo do. One line and no cursor movement, so that text printed meanwhile (restore's
+steps, as each finishes, on stdout) is never written over: :meth:`Bars.echo` clears the line,
+prints, and draws it again below. A new phase replaces the finished one; the line is cleared
+when the work is over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import sys
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TextIO
 
-Step = Callable[[str, int, int], None]  # (phase, done, total)
+from envguard import _term
+
+_BAR = 24
+_CLEAR = "\r\x1b[2K"
+_EVERY = 0.05  # seconds between redraws of one phase: a 10,000-file pass stays cheap
+
+
+class Bars:
+    """``bars(phase, done, total)`` reports progress; ``bars.echo(text)`` prints beside it.
+    Without a ``stream`` (not a terminal, ``--json``, ``-q``) it only passes text through."""
+
+    def __init__(self, stream: TextIO | None = None, color: bool = False) -> None:
+        self._stream = stream
+        self._color = color
+        self._phase = ""
+        self._line = ""
+        self._began = self._drawn = 0.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self._stream is None:
+            return
+        now = time.monotonic()
+        if phase != self._phase:
+            self._phase, self._began = phase, now
+        elif done < total and now - self._drawn < _EVERY:
+            return
+        self._drawn = now
+        total = max(total, 1)
+        filled = min(_BAR, _BAR * done // total)
+        bar = _term.paint("━" * filled, "green", self._color) + _term.paint(
+            "━" * (_BAR - filled), "dim", self._color
+        )
+        elapsed = int(now - self._began)
+        line = f"{phase:<12} {bar} {done}/{total}  {elapsed // 60}:{elapsed % 60:02d}"
+        self._draw(line)
+
+    def echo(self, text: str, stream: TextIO | None = None) -> None:
+        out = stream or sys.stdout
+        line = self._line
+        if line:
+            self._draw("")
+        out.write(text)
+        out.flush()
+        if line:
+            self._draw(line)
+
+    def close(self) -> None:
+        if self._line:
+            self._draw("")
+
+    def _draw(self, line: str) -> None:
+        assert self._stream is not None
+        self._stream.write(_CLEAR + line)
+        self._stream.flush()
+        self._line = line
 
 
 @contextmanager
-def bars(enabled: bool, color: bool) -> Iterator[Step]:
-    if not enabled:
-        yield lambda phase, done, total: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True, no_color=not color, highlight=False),
-        transient=True,
-    )
-    tasks: dict[str, list[Any]] = {}  # phase -> [task id, total]
-
-    def update(phase: str, done: int, total: int) -> None:
-        total = max(total, 1)
-        if phase not in tasks:
-            for task_id, its_total in tasks.values():  # the phases before this one are done
-                bar.update(task_id, completed=its_total)
-            tasks[phase] = [bar.add_task(phase, total=total), total]
-        tasks[phase][1] = total
-        bar.update(tasks[phase][0], completed=done, total=total)
-
-    with bar:
-        yield update
+def bars(enabled: bool, color: bool) -> Iterator[Bars]:
+    progress = Bars(sys.stderr if enabled else None, color)
+    try:
+        yield progress
+    finally:
+        progress.close()
