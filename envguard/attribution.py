@@ -185,6 +185,30 @@ _VALUED = frozenset(
 )
 
 
+def requirements_in(command: Sequence[str]) -> list[str]:
+    """The requirements an install command asks for: ``uv pip install -U sglang==0.5.23
+    --find-links DIR`` asks for ``sglang==0.5.23``."""
+    words = short_command(command, most=10_000).split(" ")
+    verb = next((i for i, w in enumerate(words) if w in ("install", "add", "sync")), None)
+    return [] if verb is None else [w for w in words[verb + 1 :] if w and w != "…"]
+
+
+def tool_hint(command: Sequence[str], *, done: bool) -> str:
+    """The command that gives what ``command`` installs a venv of its own, or "" when it
+    names no requirement: ``tool add`` before the install, ``restore --split`` after it."""
+    from envguard import catalog
+
+    parsed = [r for r in map(requirements.parse, requirements_in(command)) if r is not None]
+    # the tool is named after what it is (sglang), not the torch it pins beside it
+    named = [r for r in parsed if not catalog.is_protected(r.name)]
+    if not parsed:
+        return ""
+    first = (named or parsed)[0]
+    if done:
+        return f"envguard restore --split {first.name}"
+    return f"envguard tool add {first.name} {' '.join(requirements_in(command))}"
+
+
 def short_command(command: Sequence[str], most: int = 6) -> str:
     """A command as people name it: the program's name and its words, not its options (nor
     their values), URLs or paths (the journal and --json keep the whole of it)."""

@@ -393,6 +393,11 @@ def diff(
 @click.option("--repo", type=_PATH, help="The repo for --code (default: the lock's).")
 @click.option("--cache", is_flag=True, help="Only the saved compile caches, if they fit.")
 @click.option("--all", "everything", is_flag=True, help="The venv, then the caches and code.")
+@click.option(
+    "--split",
+    metavar="NAME",
+    help="The old venv becomes tool NAME (envguard tool) instead of a backup.",
+)
 @_json_option
 @_common
 def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
@@ -404,6 +409,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
       envguard restore lockfiles/train.envguard.toml --dry-run
       envguard restore lockfiles/train.envguard.toml --all --yes
       envguard restore LOCK --find-links /wheels --offline     (air-gapped)
+      envguard restore --split datagen      (the polluted venv becomes tool datagen)
 
     \b
     Exit codes: 0 restored (or already matching), 1 not restored (the old venv is
@@ -426,6 +432,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
             caches_step=everything or cache,
             code_step=everything or code,
             dry_run=dry_run,
+            lockfiles=_config().lockfiles,
             **kw,
         )
         plan, unchanged = command.prepare(req)
@@ -495,6 +502,137 @@ def backups(venv: Path | None, prune: bool, keep: int, as_json: bool) -> None:
 
     with _errors():
         _emit(manage.backups(_config(), venv=venv, prune=prune, keep=keep))
+
+
+@cli.group(cls=_Group)
+def tool() -> None:
+    """Tool venvs beside the training venv: SGLang, vLLM and the like, never inside it.
+
+    Each tool gets a venv of its own, built by uv with its own resolution (it gets the torch
+    build it wants) at TRAIN.tools/NAME, and a lockfile at lockfiles/tools/NAME.envguard.toml.
+    The training venv is never touched.
+
+    \b
+    Examples:
+      envguard tool add datagen sglang==0.5.23
+      envguard tool run datagen -- python -m sglang.launch_server --model-path M
+      $(envguard tool path datagen)/bin/python gen.py
+
+    \b
+    Exit codes: 0, 2 error (tool run: the command's own).
+    """
+
+
+def _tool_venv_option(command: F) -> F:
+    return click.option(
+        "--venv", type=_PATH, help="The training venv (default: the project lock's)."
+    )(command)
+
+
+def _indexes(kw: dict[str, Any]) -> Any:
+    from envguard.uv import Indexes
+
+    return Indexes(
+        index_url=kw.pop("index_url"),
+        extra_index_urls=tuple(kw.pop("extra_index_url")),
+        find_links=tuple(kw.pop("find_links")),
+        offline=kw.pop("offline"),
+        no_index=kw.pop("no_index"),
+    )
+
+
+@tool.command(name="add")
+@click.argument("name")
+@click.argument("requirements", nargs=-1, required=True)
+@_tool_venv_option
+@click.option("--python", "python", help="The tool's interpreter (default: the training venv's).")
+@_index_options
+@_json_option
+@_common
+def tool_add(name: str, requirements: tuple[str, ...], venv: Path | None, python: str | None,
+             as_json: bool, **kw: Any) -> None:  # fmt: skip
+    """Build tool NAME from REQUIREMENTS in a venv of its own, and lock it.
+
+    \b
+    Example:
+      envguard tool add datagen sglang==0.5.23
+    """
+    from envguard.commands import tools as command
+
+    with _errors():
+        _emit(command.add(_config(), name, requirements, _indexes(kw), venv=venv, python=python))
+
+
+@tool.command(name="sync")
+@_tool_venv_option
+@_index_options
+@_json_option
+@_common
+def tool_sync(venv: Path | None, as_json: bool, **kw: Any) -> None:
+    """Build every tool [tool.envguard.tools] declares that does not exist yet."""
+    from envguard.commands import tools as command
+
+    with _errors():
+        _emit(command.sync(_config(), _indexes(kw), venv=venv))
+
+
+@tool.command(name="list")
+@_tool_venv_option
+@_json_option
+@_common
+def tool_list(venv: Path | None, as_json: bool) -> None:
+    """Each tool: path, requirements, torch build, size on disk, whether it matches its lock."""
+    from envguard.commands import tools as command
+
+    with _errors():
+        _emit(command.listing(_config(), venv=venv))
+
+
+@tool.command(name="path")
+@click.argument("name")
+@_tool_venv_option
+@_common
+def tool_path(name: str, venv: Path | None) -> None:
+    """Print tool NAME's venv path, for scripts: $(envguard tool path NAME)/bin/python."""
+    from envguard.commands import tools as command
+
+    with _errors():
+        click.echo(command.path(_config(), name, venv=venv))
+
+
+@tool.command(
+    name="run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@click.argument("name")
+@_tool_venv_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@_common
+def tool_run(name: str, venv: Path | None, command: tuple[str, ...]) -> None:
+    """Run COMMAND as in the activated venv of tool NAME; exit with its code.
+
+    \b
+    Example:
+      envguard tool run datagen -- python -m sglang.launch_server --model-path M
+    """
+    from envguard.commands import tools as command_mod
+
+    with _errors():
+        code = command_mod.run(_config(), name, command, venv=venv)
+    sys.exit(code)
+
+
+@tool.command(name="remove")
+@click.argument("name")
+@_tool_venv_option
+@click.option("--force", is_flag=True, help="Remove even while processes use it.")
+@_json_option
+@_common
+def tool_remove(name: str, venv: Path | None, force: bool, as_json: bool) -> None:
+    """Remove tool NAME's venv and its lock (refused while a process uses it)."""
+    from envguard.commands import tools as command
+
+    with _errors():
+        _emit(command.remove(_config(), name, venv=venv, force=force))
 
 
 @cli.command()

@@ -17,6 +17,7 @@ from envguard.preflight import Forecast
 from envguard.protect import Protection
 from envguard.restore.backups import Backups
 from envguard.restore.command import Result as RestoreResult
+from envguard.tools import Tool
 from envguard.watch import Watched
 
 
@@ -81,6 +82,7 @@ class PreflightDone(Result):
     kind: ClassVar[str] = "preflight"
     forecast: Forecast
     venv: str
+    hint: str = ""  # when it would break the training set: the tool venv way instead
 
     @property
     def exit_code(self) -> int:
@@ -90,6 +92,7 @@ class PreflightDone(Result):
         return {
             "venv": self.venv,
             "reasons": list(self.forecast.reasons),
+            "hint": self.hint,
             **self.forecast.report.to_dict(),
         }
 
@@ -122,13 +125,18 @@ class LogDone(Result):
 class RunDone(Result):
     kind: ClassVar[str] = "run"
     watched: Watched
+    hint: str = ""  # when it changed the training set critically: how to split it out
 
     @property
     def exit_code(self) -> int:
         return self.watched.exit_code
 
     def to_dict(self) -> dict[str, Any]:
-        return {"journal": str(self.watched.journal_path), **self.watched.entry.to_dict()}
+        return {
+            "journal": str(self.watched.journal_path),
+            "hint": self.hint,
+            **self.watched.entry.to_dict(),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +193,37 @@ class RestoreDone(Result):
         for key in ("plan", "venv", "caches", "code", "saved", "error"):
             out.setdefault(key, None)
         return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolAdded(Result):
+    kind: ClassVar[str] = "tool add"
+    tool: Tool
+    action: str = "added"  # or "exists" (tool sync)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, **self.tool.to_dict()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolsListed(Result):
+    kind: ClassVar[str] = "tool list"
+    train: str
+    tools: tuple[Tool, ...]
+    added: tuple[str, ...] = ()  # tool sync: the tools it built
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"train": self.train, "tools": [t.to_dict() for t in self.tools],
+                "added": list(self.added)}  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolRemoved(Result):
+    kind: ClassVar[str] = "tool remove"
+    tool: Tool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": "removed", **self.tool.to_dict()}
 
 
 @dataclass(frozen=True, kw_only=True)

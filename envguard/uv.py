@@ -192,6 +192,16 @@ def create_venv(
 # --- installs -------------------------------------------------------------------------------
 
 
+def install(python: Path, reqs: Sequence[str], indexes: Indexes, timeout: float = 3600) -> None:
+    """``uv pip install REQS`` into the venv of ``python``: its own resolution."""
+    args = ["pip", "install", "--python", str(python), *indexes.argv(), "--", *reqs]
+    done = _uv(args, timeout=timeout)
+    if done.returncode != 0:
+        raise UvError(
+            f"uv could not install {' '.join(reqs)} ({indexes.describe()}): {_last(done.stderr)}"
+        )
+
+
 def sync(python: Path, requirements: Path, indexes: Indexes, timeout: float = 3600) -> None:
     """Install exactly the pinned set, in one uv call."""
     args = ["pip", "sync", "--python", str(python), *indexes.argv(), str(requirements)]

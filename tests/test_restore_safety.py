@@ -45,8 +45,7 @@ def _torch(venv: Path) -> str:
 
 
 def _siblings(venv: Path) -> list[str]:
-    lock = f".{venv.name}.envguard-restore.lock"
-    return sorted(p.name for p in venv.parent.iterdir() if venv.name in p.name and p.name != lock)
+    return sorted(p.name for p in venv.parent.iterdir() if venv.name in p.name)
 
 
 # ---------------------------------------------------------------------------------------------

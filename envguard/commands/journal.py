@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from envguard import journal, protect, targets, watch
+from envguard import attribution, journal, protect, targets, watch
 from envguard.config import Config
 from envguard.results import LogDone, RunDone
 
@@ -20,7 +20,9 @@ def run(cfg: Config, command: Sequence[str], *, venv: Path | None = None) -> Run
         extra_env=protect.constraint_env(target),
         lock=locked,
     )
-    return RunDone(watched=watched)
+    critical = any(c.severity == "critical" for c in watched.report.changes)
+    hint = attribution.tool_hint(command, done=True) if critical else ""
+    return RunDone(watched=watched, hint=hint)
 
 
 def log(cfg: Config, *, venv: Path | None = None) -> LogDone:

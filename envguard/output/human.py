@@ -42,7 +42,7 @@ class Human:
         return Painter(self.width, self.color)
 
     def format(self, result: results.Result) -> str:
-        render: Callable[[Any], Iterator[str]] = getattr(self, f"_{result.kind}")
+        render: Callable[[Any], Iterator[str]] = getattr(self, f"_{result.kind.replace(' ', '_')}")
         return block(render(result))
 
     # --- diff, preflight, run: lists of changes ---------------------------------------------
@@ -128,6 +128,11 @@ class Human:
         for line in r.forecast.reasons:
             yield from wrap(line, self.p.width, 2, first="  ")
         yield from self.changes(report.changes)
+        yield from self._hint(r.hint, "give it a venv of its own instead")
+
+    def _hint(self, command: str, what: str) -> Iterator[str]:
+        if command:
+            yield from wrap(f"{what}: {command}", self.p.width, 2, first="")
 
     def _run(self, r: results.RunDone) -> Iterator[str]:
         e = r.watched.entry
@@ -140,6 +145,10 @@ class Human:
         yield from lines[1:]
         if self.verbosity >= 0:
             yield from self.changes(r.watched.report.changes)
+            yield from self._hint(
+                r.hint, "to move it out of the training venv (this venv becomes the tool, the "
+                "training venv is rebuilt from the lock)",
+            )  # fmt: skip
 
     # --- snapshot -----------------------------------------------------------------------------
 
@@ -219,6 +228,10 @@ class Human:
             "pip: always (the venv's pip.conf); uv: when the venv is activated or through "
             "envguard run", self.p.width, 2, first="  ",
         )  # fmt: skip
+        yield from wrap(
+            "a tool that needs another torch gets a venv of its own: envguard tool add NAME "
+            "REQUIREMENT...", self.p.width, 2, first="  ",
+        )  # fmt: skip
 
     def _unprotect(self, r: results.UnprotectDone) -> Iterator[str]:
         yield f"unprotected {_p(r.venv)}" if r.lifted else f"{_p(r.venv)} was not protected"
@@ -234,6 +247,49 @@ class Human:
         for b in listed.backups:
             kept = f"{human_bytes(b.bytes)}, kept {b.created}"
             yield from wrap(kept, self.p.width, 2, first=_p(b.path) + "  ")
+
+    # --- tools --------------------------------------------------------------------------------
+
+    def _tool_add(self, r: results.ToolAdded) -> Iterator[str]:
+        t = r.tool
+        what = ", ".join(t.requirements) or "the venv restore moved aside"
+        torch = f"torch {t.torch}, " if t.torch else ""
+        yield from wrap(
+            f"{self.p.paint('Built tool', 'bold green')} {t.name} at {_p(t.path)}: {what} "
+            f"({torch}{plural(t.packages, 'package')}, {human_bytes(t.bytes)} on disk); "
+            f"lock {_p(t.lock)}", self.p.width, 2, first="",
+        )  # fmt: skip
+        yield from self._tool_use(t.name)
+
+    def _tool_use(self, name: str) -> Iterator[str]:
+        yield f"  run it:  envguard tool run {name} -- python -m ..."
+        yield f"  or:      $(envguard tool path {name})/bin/python ..."
+        yield "  the training venv is untouched"
+
+    def _tool_list(self, r: results.ToolsListed) -> Iterator[str]:
+        for name in r.added:
+            yield f"{self.p.paint('Built tool', 'bold green')} {name}"
+        if not r.tools:
+            yield f"no tools beside {_p(r.train)} (envguard tool add NAME REQUIREMENT...)"
+        width = min(_SUBJECT_MAX, max((len(t.name) for t in r.tools), default=0))
+        for t in r.tools:
+            state = {True: "matches its lock", False: "differs from its lock", None: "no lock"}
+            label, style = ("ok", "green") if t.matches else ("drift", "yellow")
+            torch = f"torch {t.torch}" if t.torch else "no torch"
+            yield from headline(label, t.name, "", f"{torch}, {state[t.matches]}", self.p,
+                                label_style=style, subject_width=width)  # fmt: skip
+            reqs = ", ".join(t.requirements) or "moved from the training venv"
+            yield from wrap(
+                f"{_p(t.path)}: {reqs}; {plural(t.packages, 'package')}, "
+                f"{human_bytes(t.bytes)} on disk", self.p.width,
+            )  # fmt: skip
+
+    def _tool_remove(self, r: results.ToolRemoved) -> Iterator[str]:
+        t = r.tool
+        yield from wrap(
+            f"removed tool {t.name} ({_p(t.path)}, {human_bytes(t.bytes)}) and its lock",
+            self.p.width, 2, first="",
+        )  # fmt: skip
 
     def _restore(self, r: results.RestoreDone) -> Iterator[str]:
         """A restore's steps are streamed as they happen (``restore_step``): nothing is left
@@ -303,6 +359,12 @@ class Human:
         )
         if o.backup:
             yield from wrap(f"the old venv is kept at {_p(o.backup)}", self.p.width, 2, first="")
+        if o.tool:
+            name = o.tool.rstrip("/").rsplit("/", 1)[-1]
+            yield from wrap(
+                f"the old venv is now tool {name} at {_p(o.tool)}, as it was: "
+                f"envguard tool run {name} -- COMMAND", self.p.width, 2, first="",
+            )  # fmt: skip
         if o.protection:
             yield f"envguard protect's pins: {o.protection}"
         if o.import_check:

@@ -9,6 +9,7 @@ fits the width unless a single value is longer than the width itself.
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 from envguard import _term
 
 _NBSP = "\u00a0"
+_SIZE = re.compile(r"(\d) (B|kB|MB|GB|TB)\b")
 INDENT = 10  # "critical  " and "warning   " line up the subjects
 ARROW = " → "
 
@@ -36,6 +38,7 @@ def wrap(text: str, width: int, indent: int = INDENT, first: str | None = None) 
     pad = " " * indent
     # "(journal #3)", "stash@{0}": a reference stays on one line with its number
     text = text.replace(" #", _NBSP + "#")
+    text = _SIZE.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "1.3 MB" stays whole
     lines = textwrap.wrap(
         text,
         width=max(20, width),

@@ -32,6 +32,7 @@ class Outcome(Record):
     recovered: tuple[str, ...] = ()
     import_check: str | None = None
     protection: str = ""  # "carried over" when the old venv was protected
+    tool: str = ""  # restore --split: the tool venv the old venv became (instead of a backup)
     python: str = ""  # the interpreter the venv was built with
     plan: Plan = field(default_factory=lambda: Plan(venv="", python="", pins=(), indexes=""))
 

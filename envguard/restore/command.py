@@ -36,6 +36,8 @@ class Request:
     verify_import: bool = False
     python: str | None = None
     allow_missing: bool = False  # build without the packages that cannot be pinned
+    split: str | None = None  # the old venv becomes this tool instead of a backup
+    lockfiles: Path = Path("lockfiles")  # where a split tool's lock goes
 
     @property
     def target(self) -> Path:
@@ -60,6 +62,10 @@ def prepare(req: Request) -> tuple[Plan | None, bool]:
     if not req.venv_step:
         return None, False
     _refuse_what_is_not_a_venv(req.target)
+    if req.split:
+        from envguard import tools
+
+        tools.check_new(req.target, req.split)
     current = _current(req.target)
     the_plan = plan(req.lock, req.target, current, req.overrides)
     if the_plan.skipped and not (req.allow_missing or req.dry_run):
@@ -68,7 +74,13 @@ def prepare(req: Request) -> tuple[Plan | None, bool]:
             f"({'; '.join(the_plan.skipped[:3])}): nothing was changed; --allow-missing "
             "builds the venv without them"
         )
-    return the_plan, (not req.rebuild and build.matches(req.lock, current, the_plan))
+    unchanged = not req.rebuild and build.matches(req.lock, current, the_plan)
+    if req.split and (unchanged or not the_plan.replaces_existing):
+        raise NotRestored(
+            f"nothing to split: {req.target} "
+            + ("already matches the lock" if unchanged else "does not exist")
+        )
+    return the_plan, unchanged
 
 
 def run(
@@ -96,6 +108,8 @@ def run(
                     progress=progress,
                 )
             )
+            if req.split and outcome.backup:
+                outcome = _split(req, outcome)
             result = replace(result, venv=outcome)
             tell(outcome)
         if req.caches_step:
@@ -124,6 +138,22 @@ def run(
     except EnvguardError as exc:
         return replace(result, error=str(exc), exit_code=exc.exit_code)
     return result
+
+
+def _split(req: Request, outcome: build.Outcome) -> build.Outcome:
+    """The old venv, moved aside by the swap, becomes the tool: nothing is downloaded again
+    and the tool keeps what it ran with."""
+    from envguard import tools
+
+    assert req.split and outcome.backup
+    try:
+        tool = tools.adopt(req.target, req.split, Path(outcome.backup), req.lockfiles)
+    except (OSError, EnvguardError) as exc:
+        raise NotRestored(
+            f"the venv is restored, but the old one could not become tool {req.split} ({exc}): "
+            f"it is kept at {outcome.backup}"
+        ) from exc
+    return replace(outcome, backup=None, tool=tool.path)
 
 
 def _refuse_what_is_not_a_venv(target: Path) -> None:

@@ -58,20 +58,30 @@ def locked(paths: Paths) -> Iterator[None]:
     import fcntl
 
     paths.lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    while True:
+        fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
             raise NotRestored(
                 f"another envguard restore of {paths.venv} is running (pid {holder}); "
                 "wait for it or stop it"
             ) from None
+        # the holder before us removes the file as it lets go: a lock on that removed file
+        # would exclude no one, so take the one now at the path
+        if _inode(paths.lock) == os.fstat(fd).st_ino:
+            break
+        os.close(fd)
+    try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
+        # no lock file left beside the venv once the restore is over (still held: no race)
+        with contextlib.suppress(OSError):
+            paths.lock.unlink()
         os.close(fd)  # closing releases the flock
 
 
