@@ -10,6 +10,8 @@ left out, never guessed.
 
 from __future__ import annotations
 
+from typing import Any
+
 from envguard import catalog, requirements
 from envguard.model import CacheCompat, Snapshot
 
@@ -43,6 +45,12 @@ def gpu_archs(snap: Snapshot) -> tuple[str, ...]:
     )
 
 
+def _cuda_here(torch: Any) -> str | None:
+    if torch is None or torch.source != "version.py":
+        return None
+    return str(torch.cuda or "None")
+
+
 def mismatches(cache: CacheCompat, snap: Snapshot) -> list[str]:
     """Why entries built for ``cache`` would not be reused in ``snap``; empty if they would
     (or if nothing known says otherwise)."""
@@ -52,7 +60,9 @@ def mismatches(cache: CacheCompat, snap: Snapshot) -> list[str]:
     checks = (
         ("torch", cache.torch, torch.version if torch else None),
         ("torch commit", cache.torch_git, torch.git_version if torch else None),
-        ("CUDA", cache.cuda, (torch.cuda or "None") if torch else None),
+        # a CPU build's version.py says cuda = None, which the cache records as "None"; a
+        # version.py that could not be read says nothing, and nothing is compared
+        ("CUDA", cache.cuda, _cuda_here(torch)),
         # pytorch-triton 3.7.0+git1a2b3c4 says triton_version 3.7.0 in its kernels
         ("Triton", tuple(v.split("+")[0] for v in cache.triton), triton and triton.split("+")[0]),
     )
@@ -60,6 +70,7 @@ def mismatches(cache: CacheCompat, snap: Snapshot) -> list[str]:
         if built_for and here and here not in built_for:
             shown = [v[:7] if label == "torch commit" else v for v in built_for]
             here_shown = here[:7] if label == "torch commit" else here
+            here_shown = "no CUDA (a CPU build)" if here_shown == "None" else here_shown
             out.append(f"{label} {', '.join(shown)} (cache) vs {here_shown} (here)")
     archs = gpu_archs(snap)
     if cache.archs and archs and not set(cache.archs) & set(archs):

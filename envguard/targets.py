@@ -50,6 +50,8 @@ def recorded(explicit: Path | None, cfg: Config) -> Path:
     """The venv a command about a recorded venv works on (``log``, ``backups``,
     ``unprotect``): --venv, the configured venv, the venv the project's lock recorded (when it
     is here), then as :func:`venv`."""
+    if explicit is not None and not explicit.is_dir():
+        raise VenvError(f"{explicit}: no such venv")
     if explicit is None and cfg.venv is None:
         try:
             only = _only_lock(cfg)

@@ -7,6 +7,7 @@ and a committed ``lockfiles/``; the CLI runs in-process except where the process
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -329,3 +330,41 @@ def test_progress_never_writes_over_text_printed_meanwhile() -> None:
 def test_no_progress_without_a_terminal(project: Project) -> None:
     code, _, err = invoke("snapshot", env=project.activated())
     assert code == 0 and "\r" not in err and "━" not in err
+
+
+def test_snapshot_into_a_folder_names_the_lock_inside_it(project: Project, tmp_path: Path) -> None:
+    out = tmp_path / "locks"
+    out.mkdir()
+    project.snapshot("-o", str(out))
+    assert out.is_dir() and (out / "train.envguard.toml").is_file()
+
+
+@pytest.mark.parametrize("command", [["backups"], ["unprotect"], ["log"]])
+def test_a_mistyped_venv_is_an_error_everywhere(project: Project, command: list[str]) -> None:
+    code, _, err = invoke(*command, "--venv", "/no/such/venv", env=project.activated())
+    assert code == 2 and "/no/such/venv" in err and len(err.splitlines()) == 1
+
+
+def test_fail_on_any_shows_the_info_rows_it_counts(project: Project) -> None:
+    project.snapshot()
+    project.write("notes.txt", "an untracked note\n")  # info: an untracked file
+    code, out, _ = invoke("diff", "--fail-on", "any", env=project.activated())
+    assert code == 1
+    assert any(line.startswith("info      ") for line in out.splitlines())
+    assert "-v shows them" not in out
+
+
+def test_an_unreadable_cache_is_unknown_not_cold(project: Project) -> None:
+    """As another user sees a cache they cannot read (root reads everything, so the probe's
+    finding is laid over a real lock: no entries counted, one folder unreadable)."""
+    from envguard import drift, lockfile
+
+    project.snapshot()
+    lock = lockfile.read(project.lock)
+    (cache,) = [c for c in lock.caches if c.kind == "inductor"]
+    unreadable = dataclasses.replace(cache, entries=0, files=0, bytes=0, unreadable=1)
+    live = dataclasses.replace(
+        lock, caches=tuple(unreadable if c is cache else c for c in lock.caches)
+    )
+    (change,) = drift.compare(lock, live).changes
+    assert change.new == "unreadable" and "unknown" in change.why

@@ -37,6 +37,8 @@ def run(
         if output
         else lockfile.default_path(snap.name, cfg.lockfiles)
     )
+    if path.is_dir():  # -o DIR: the lock goes inside it, named as usual; never over a folder
+        path = lockfile.default_path(snap.name, path)
     lockfile.write(path, snap)
     archive, size = None, 0
     if save_cache:

@@ -40,6 +40,17 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
             new=b.path,
             why="the cache folder moved; entries under the old path are not used",
         )
+    if a.exists and a.entries > 0 and b.exists and b.entries == 0 and b.unreadable:
+        yield Change(
+            severity="warning",
+            area="caches",
+            subject=label,
+            old=_size(a),
+            new="unreadable",
+            why=f"{label} cannot be read here ({b.unreadable} unreadable): whether it is warm "
+            "is unknown",
+        )
+        return
     if a.exists and a.entries > 0 and (not b.exists or b.entries == 0):
         state = "empty" if b.exists else "gone"
         yield Change(

@@ -55,7 +55,7 @@ class Human:
                 yield self.p.paint(line, "dim")
         if self.verbosity < 0:
             return
-        yield from self.changes(report.changes)
+        yield from self.changes(report.changes, show_info=r.fail_on == "any")
         yield from self._notes(report.notes)
 
     def _verdict(self, report: DriftReport, fail_on: str) -> Iterator[str]:
@@ -73,8 +73,9 @@ class Human:
         yield self.p.paint(label, style) + lines[0][len(label) :]
         yield from lines[1:]
 
-    def changes(self, changes: tuple[Change, ...]) -> Iterator[str]:
-        shown = [c for c in changes if c.severity != "info" or self.verbosity > 0]
+    def changes(self, changes: tuple[Change, ...], show_info: bool = False) -> Iterator[str]:
+        """``show_info``: info rows too (-v, or --fail-on any, where they are the drift)."""
+        shown = [c for c in changes if c.severity != "info" or self.verbosity > 0 or show_info]
         hidden = [c for c in changes if c not in shown]
         width = min(_SUBJECT_MAX, max((len(c.subject) for c in shown), default=0))
         for c in shown:
@@ -313,7 +314,7 @@ class Human:
             return
         yield from wrap(
             f"{self.p.paint('Restore plan', 'bold')} for {_p(plan.venv)}: Python {plan.python}, "
-            f"{plural(len(plan.pins), 'pin')} from {plan.indexes}", self.p.width, 2, first="",
+            f"{plural(len(plan.pins), 'pin')}; uv asks {plan.indexes}", self.p.width, 2, first="",
         )  # fmt: skip
         shown = [pin for pin in plan.pins if full or pin.source != "the default index"]
         width = min(36, max((len(pin.requirement) for pin in shown), default=0))
