@@ -93,6 +93,22 @@ def causes(
     return out
 
 
+def installs_since(old: Snapshot, entries: Sequence[JournalEntry]) -> list[set[str]]:
+    """The names each journal record after the snapshot touched, newest record first, each
+    name in one record only (its newest, as causes are given): journaled installs are known
+    installs, and are never merged with another by install time."""
+    out: list[set[str]] = []
+    seen: set[str] = set()
+    for entry in sorted(entries, key=lambda e: e.finished, reverse=True):
+        if entry.finished < old.taken_at:
+            continue
+        names = entry.touched() - seen
+        seen |= names
+        if names:
+            out.append(names)
+    return out
+
+
 def _from_journal(
     old: Snapshot, entries: Sequence[JournalEntry], moved: set[str]
 ) -> dict[str, Cause]:

@@ -248,7 +248,7 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-@cli.command()
+@cli.command(short_help="The incident and its cure, offline, in seconds.")
 @click.option("--keep", type=_PATH, help="Build in this folder, and keep it.")
 @_common
 def demo(keep: Path | None) -> None:
@@ -378,7 +378,7 @@ def diff(
         _emit(result, expand=expand, show_patch=show_patch)
 
 
-@cli.command()
+@cli.command(short_help="Rebuild the venv from the lock with uv; keep the old one.")
 @click.argument("lock", type=_PATH, required=False)
 @click.option("--venv", type=_PATH, help="The venv to rebuild (default: the lock's).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
@@ -484,10 +484,12 @@ def _json(result: Result) -> str:
 @cli.command()
 @click.option("--venv", type=_PATH, help="Whose backups (default: the project lock's).")
 @click.option("--prune", is_flag=True, help="Remove all but the newest --keep backups.")
-@click.option("--keep", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option(
+    "--keep", type=click.IntRange(min=0), help="With --prune: how many to keep (default: 1)."
+)
 @_json_option
 @_common
-def backups(venv: Path | None, prune: bool, keep: int, as_json: bool) -> None:
+def backups(venv: Path | None, prune: bool, keep: int | None, as_json: bool) -> None:
     """List (and prune) the old venvs restore kept beside a venv.
 
     \b
@@ -500,11 +502,13 @@ def backups(venv: Path | None, prune: bool, keep: int, as_json: bool) -> None:
     """
     from envguard.commands import manage
 
+    if keep is not None and not prune:
+        raise click.UsageError("--keep only means something with --prune")
     with _errors():
-        _emit(manage.backups(_config(), venv=venv, prune=prune, keep=keep))
+        _emit(manage.backups(_config(), venv=venv, prune=prune, keep=1 if keep is None else keep))
 
 
-@cli.group(cls=_Group)
+@cli.group(cls=_Group, short_help="Tool venvs (SGLang, vLLM) beside the training venv.")
 def tool() -> None:
     """Tool venvs beside the training venv: SGLang, vLLM and the like, never inside it.
 
@@ -635,10 +639,24 @@ def tool_remove(name: str, venv: Path | None, force: bool, as_json: bool) -> Non
         _emit(command.remove(_config(), name, venv=venv, force=force))
 
 
-@cli.command()
+@cli.command(short_help="Write the locked packages as a PEP 751 pylock.toml.")
 @click.argument("lock", type=_PATH, required=False)
-@click.option("--format", "fmt", type=click.Choice(["pylock"]), default="pylock", show_default=True)
-@click.option("-o", "--output", type=_PATH, default=Path("pylock.toml"), show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["pylock"]),
+    default="pylock",
+    show_default=True,
+    help="The file format: PEP 751.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=_PATH,
+    default=Path("pylock.toml"),
+    show_default=True,
+    help="Where to write it (PEP 751 names: pylock.toml, pylock.NAME.toml).",
+)
 @click.option("--resolve", is_flag=True, help="Ask the inferred indexes for wheels and hashes.")
 @_index_options
 @_json_option
@@ -740,7 +758,7 @@ def preflight(venv: Path | None, expand: bool, as_json: bool, command: tuple[str
         _emit(command_mod.run(_config(), command, venv=venv), expand=expand)
 
 
-@cli.command(name="protect")
+@cli.command(name="protect", short_help="Pin torch, its CUDA wheels and triton against installs.")
 @click.argument("lock", type=_PATH, required=False)
 @click.option("--venv", type=_PATH, help="The venv to protect (default: the lock's).")
 @click.option("--package", "packages", multiple=True, help="Also pin this package (repeatable).")
@@ -780,7 +798,7 @@ def unprotect_cmd(venv: Path | None, as_json: bool) -> None:
         _emit(manage.unprotect_venv(_config(), venv=venv))
 
 
-@cli.command()
+@cli.command(short_help="Compare many nodes with the lock and with each other.")
 @click.argument("lock", type=_PATH)
 @click.argument("snapshots", nargs=-1, required=True, type=_PATH)
 @click.option("--all", "show_all", is_flag=True, help="A line for every node, agreeing ones too.")

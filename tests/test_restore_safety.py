@@ -84,8 +84,13 @@ def test_a_committed_lockfile_stays_in_place_across_the_checkout(project: Projec
     project.commit("lock", "lockfiles")  # the lock's commit is after the snapshot's HEAD
     head = git(project.root, "rev-parse", "HEAD").strip()
     before = project.lock.read_bytes()
+    code, out, err = _restore(project, "--code", "--dry-run")
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert f"would stay at HEAD {head[:12]}, which has the snapshot's code" in said  # as it will
     code, out, err = _restore(project, "--code")
     assert code == 0, err
+    assert f"HEAD at {head[:12]} (main), which has the snapshot's code" in " ".join(out.split())
     assert project.lock.read_bytes() == before
     # HEAD differs from the snapshot's only by envguard's own files: stay on the branch
     assert git(project.root, "rev-parse", "HEAD").strip() == head

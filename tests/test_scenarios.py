@@ -829,3 +829,24 @@ def test_torch_that_loads_the_systems_cuda(project: Project, tmp_path: Path) -> 
     cudnn = v.one("cuDNN")
     assert (cudnn["severity"], cudnn["old"], cudnn["new"]) == ("warning", "9.7.1", "9.8.0")
     assert "torch loads the system's copy" in cudnn["why"]
+
+
+def test_a_journaled_install_is_never_merged_with_a_manual_one(
+    project: Project, sglang_house: Path
+) -> None:
+    """Within two minutes: one package by hand, one through `envguard run`. The journal knows
+    they are two installs; the verdict must not call them 'added together'."""
+    from tests.conftest import uv_bin
+    from tests.project import invoke
+
+    project.snapshot()
+    incident.install(project.venv, sglang_house, "sgl-dep-07")
+    install = [uv_bin(), "pip", "install", "--offline", "--no-index",
+               "--find-links", str(sglang_house), "sgl-dep-08"]  # fmt: skip
+    code, _, err = invoke("run", "--", *install, env=project.activated())
+    assert code == 0, err
+    v = project.verdict()
+    rows = {c["subject"]: c for c in v.changes if c["area"] == "packages"}
+    assert "2 packages" not in rows
+    assert "journal #1" in rows["sgl-dep-08"]["cause"]
+    assert "journal" not in rows["sgl-dep-07"]["cause"]

@@ -29,7 +29,7 @@ def compare(
         *old.key_libraries,
         *new.key_libraries,
     }
-    moved = packages.delta(old, new)
+    moved = packages.delta(old, new, attribution.installs_since(old, journal))
     known = {(f.area, f.subject, f.why) for f in checks.findings(old)}
     found = [f for f in checks.findings(new) if (f.area, f.subject, f.why) not in known]
     changes = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from envguard import grouping
@@ -21,17 +21,29 @@ class Delta:
     groups: tuple[grouping.InstallGroup, ...]
 
 
-def delta(old: Snapshot, new: Snapshot) -> Delta:
+def delta(old: Snapshot, new: Snapshot, installs: Sequence[set[str]] = ()) -> Delta:
+    """``installs``: the names each journaled install touched; each is a group of its own,
+    whatever else happened within the same two minutes."""
     a = {d.name: d for d in old.packages}
     b = {d.name: d for d in new.packages}
     added = tuple(b[n] for n in sorted(b.keys() - a.keys()))
     both = sorted(a.keys() & b.keys())
     changed = tuple(b[n] for n in both if not same(a[n].version, b[n].version))
+    groups: list[grouping.InstallGroup] = []
+    rest_added, rest_changed = list(added), list(changed)
+    for names in installs:
+        mine_added = [d for d in rest_added if d.name in names]
+        mine_changed = [d for d in rest_changed if d.name in names]
+        if mine_added or mine_changed:
+            groups += grouping.install_groups(mine_added, mine_changed, window=float("inf"))
+            rest_added = [d for d in rest_added if d.name not in names]
+            rest_changed = [d for d in rest_changed if d.name not in names]
+    groups += grouping.install_groups(rest_added, rest_changed)
     return Delta(
         added=added,
         changed=changed,
         removed=tuple(a[n] for n in sorted(a.keys() - b.keys())),
-        groups=tuple(grouping.install_groups(added, changed)),
+        groups=tuple(sorted(groups, key=lambda g: g.installed_at)),
     )
 
 

@@ -201,7 +201,8 @@ class Human:
             for change in node.changes:
                 yield from wrap(change, self.p.width)
         if agreeing:
-            yield f"{plural(agreeing, 'node')} match the lock (--all lists them)"
+            verb = "matches" if agreeing == 1 else "match"
+            yield f"{plural(agreeing, 'node')} {verb} the lock (--all lists them)"
         for problem in report.problems:
             yield from wrap(
                 problem, self.p.width, INDENT, first=self.p.paint("unusable", "yellow") + "  "
@@ -246,7 +247,7 @@ class Human:
         if not listed.backups:
             yield f"no backups beside {_p(listed.venv)}"
         for b in listed.backups:
-            kept = f"{human_bytes(b.bytes)}, kept {b.created}"
+            kept = f"{human_bytes(b.bytes)}, set aside {b.created.replace('T', ' ').rstrip('Z')}"
             yield from wrap(kept, self.p.width, 2, first=_p(b.path) + "  ")
 
     # --- tools --------------------------------------------------------------------------------
@@ -396,10 +397,26 @@ class Human:
             yield "your uncommitted work is back in place"
 
     def _code_step(self, code: Any) -> Iterator[str]:
+        stays = bool(code.snapshot_head) and code.head != code.snapshot_head
+        same = (
+            f", which has the snapshot's code (its commit {code.snapshot_head[:12]}; only "
+            "envguard's own files changed since)"
+            if stays
+            else ""
+        )
         if code.dry_run:
+            move = (
+                f"would stay at HEAD {code.head[:12]}"
+                if stays
+                else (f"would check out {code.head[:12]}")
+            )
+            patch = (
+                f"apply the snapshot's patch of {plural(code.files, 'file')}"
+                if code.files
+                else "apply no patch (the snapshot had no uncommitted change)"
+            )
             yield from wrap(
-                f"would check out {code.head[:12]} in {_p(code.root)} and apply a patch of "
-                f"{plural(code.files, 'file')} (uncommitted work is stashed first)",
+                f"{move}{_in(code.root)}{same}, {patch}; uncommitted work is stashed first",
                 self.p.width, 2, first="",
             )  # fmt: skip
             return
@@ -411,11 +428,11 @@ class Human:
         patch = (
             f"with the snapshot's uncommitted change ({plural(code.files, 'file')})"
             if code.files
-            else "as the snapshot had it (no uncommitted change)"
+            else "and no uncommitted change, as the snapshot had"
         )
         yield from wrap(
             f"{self.p.paint('Restored code', 'bold green')}{_in(code.root)}: HEAD at "
-            f"{code.head[:12]} ({where}) {patch}", self.p.width, 2, first="",
+            f"{code.head[:12]} ({where}){same} {patch}", self.p.width, 2, first="",
         )  # fmt: skip
         if code.kept:
             yield from wrap(f"envguard's own files kept in place: {', '.join(code.kept)}",

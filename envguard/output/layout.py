@@ -19,6 +19,8 @@ from envguard import _term
 
 _NBSP = "\u00a0"
 _SIZE = re.compile(r"(\d) (B|kB|MB|GB|TB)\b")
+_COUNT = re.compile(r"(?<![\d.])(\d+) ([a-z]+)")
+_LINES = re.compile(r"(\+\d+) ([−-]\d+)")
 INDENT = 10  # "critical  " and "warning   " line up the subjects
 ARROW = " → "
 
@@ -39,6 +41,8 @@ def wrap(text: str, width: int, indent: int = INDENT, first: str | None = None) 
     # "(journal #3)", "stash@{0}": a reference stays on one line with its number
     text = text.replace(" #", _NBSP + "#")
     text = _SIZE.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "1.3 MB" stays whole
+    text = _COUNT.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "8 distributions"
+    text = _LINES.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "+1 −0"
     lines = textwrap.wrap(
         text,
         width=max(20, width),

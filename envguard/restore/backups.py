@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -58,5 +59,12 @@ def prune(venv: Path, keep: int) -> Backups:
 
 
 def _describe(path: Path) -> Backup:
-    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
+    """``created``: when restore set the venv aside, from the stamp in its name (the folder's
+    own mtime is when the old venv was last changed, not when it became a backup)."""
+    m = re.search(r"(\d{8})-(\d{6})-[0-9a-f]{6}$", path.name)
+    if m:
+        day, hms = m.groups()
+        created = f"{day[:4]}-{day[4:6]}-{day[6:]}T{hms[:2]}:{hms[2:4]}:{hms[4:]}Z"
+    else:
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
     return Backup(path=str(path), bytes=transaction.size_on_disk(path), created=created)

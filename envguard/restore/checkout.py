@@ -272,18 +272,25 @@ def _recover_held(repo: Any) -> list[str]:
     return notes
 
 
+def stays(repo: Any, state: CodeState, root: Path) -> bool:
+    """Whether HEAD, though not the snapshot's commit, holds the snapshot's code: what changed
+    between them is only envguard's own files (the lockfile committed since)."""
+    head = _git.text(repo, "rev-parse", "HEAD")
+    if head == state.head:
+        return False
+    moved = code_probe.since(root, state.head, head)
+    return bool(moved is not None and moved.found and all(m.own for m in moved.files))
+
+
 def _checkout(repo: Any, state: CodeState, root: Path) -> str | None:
     """The snapshot's commit; or none at all when HEAD differs from it only in envguard's
     own files (the lockfile committed since): that is the snapshot's code already, and the
     user stays on their branch."""
-    head = _git.text(repo, "rev-parse", "HEAD")
-    if head != state.head:
-        moved = code_probe.since(root, state.head, head)
-        if moved is not None and moved.found and all(m.own for m in moved.files):
-            try:
-                return str(repo.active_branch.name)
-            except TypeError:
-                return None
+    if stays(repo, state, root):
+        try:
+            return str(repo.active_branch.name)
+        except TypeError:
+            return None
     heads = {h.name: h for h in repo.heads}
     branch = state.branch
     if branch is not None and branch in heads and heads[branch].commit.hexsha == state.head:

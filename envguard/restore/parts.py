@@ -19,7 +19,8 @@ from envguard.restore import cache_archive, checkout
 @dataclass(frozen=True, kw_only=True)
 class CodeStep(Record):
     root: str
-    head: str
+    head: str  # where HEAD is (or would be) after the step
+    snapshot_head: str = ""  # the snapshot's commit: another than ``head`` when HEAD stays
     dry_run: bool = False
     branch: str | None = None
     saved: str | None = None  # where the user's uncommitted work went
@@ -81,7 +82,16 @@ def code(
     state = locked.code
     root = repo or targets.code_repo(lock_path, locked)
     if dry_run:
-        return CodeStep(root=str(root), head=state.head, dry_run=True, files=len(state.changed))
+        from envguard import _git
+
+        repo = _git.open_repo(root, required=True)
+        head = state.head
+        if checkout.stays(repo, state, root):
+            head = _git.text(repo, "rev-parse", "HEAD")
+        return CodeStep(
+            root=str(root), head=head, snapshot_head=state.head, dry_run=True,
+            files=len(state.changed),
+        )  # fmt: skip
     done = checkout.restore_code(
         state,
         root,
@@ -92,6 +102,7 @@ def code(
     return CodeStep(
         root=done.root,
         head=done.head,
+        snapshot_head=state.head,
         branch=done.branch,
         saved=done.saved,
         files=done.patched_files,
