@@ -368,3 +368,31 @@ def test_an_unreadable_cache_is_unknown_not_cold(project: Project) -> None:
     )
     (change,) = drift.compare(lock, live).changes
     assert change.new == "unreadable" and "unknown" in change.why
+
+
+def test_a_base_interpreter_out_of_reach_is_unknown_not_an_error(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A venv built from another user's pyenv: its `home` cannot be looked into. The verdict
+    goes on, and does not claim the venv cannot start."""
+    import pathlib
+
+    from envguard.probes import venv as venv_probe
+
+    project.snapshot()
+    home = venv_probe._read_cfg(project.venv / "pyvenv.cfg")["home"]
+    real_is_dir, real_resolve = pathlib.Path.is_dir, pathlib.Path.resolve
+
+    def denied(method):  # type: ignore[no-untyped-def]
+        def call(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if str(self).startswith(str(pathlib.Path(home).parent)):
+                raise PermissionError(13, "Permission denied", str(self))
+            return method(self, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(pathlib.Path, "is_dir", denied(real_is_dir))
+    monkeypatch.setattr(pathlib.Path, "resolve", denied(real_resolve))
+    verdict = project.verdict(guard=False)
+    assert verdict.exit_code == 0, verdict.human
+    assert not any("cannot start" in c["why"] for c in verdict.changes)

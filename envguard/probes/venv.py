@@ -78,7 +78,16 @@ def locate(path: Path) -> Environment:
 
 
 def _cannot_start(root: Path, cfg: dict[str, str]) -> str | None:
-    """Why a venv's interpreter cannot start, read from the filesystem (never run)."""
+    """Why a venv's interpreter cannot start, read from the filesystem (never run); None
+    also when the base interpreter cannot be looked at (another user's pyenv): unknown is
+    not broken."""
+    try:
+        return _why_not(root, cfg)
+    except PermissionError:
+        return None
+
+
+def _why_not(root: Path, cfg: dict[str, str]) -> str | None:
     home = cfg.get("home")
     if home and not Path(home).is_dir():
         return f"its base interpreter's folder {home} (pyvenv.cfg home) no longer exists"
@@ -136,8 +145,12 @@ def _base_sites(home: str | None, version: str, own: Path) -> tuple[Path, ...]:
     seen: set[Path] = set()
     out = []
     for path in candidates:
-        real = path.resolve()
-        if path.is_dir() and real not in seen and real != own.resolve():
+        try:
+            real = path.resolve()
+            found = path.is_dir() and real not in seen and real != own.resolve()
+        except PermissionError:  # a base interpreter this user cannot look into
+            continue
+        if found:
             seen.add(real)
             out.append(path)
     return tuple(out)
