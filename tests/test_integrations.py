@@ -8,6 +8,7 @@ That install needs envguard's dependencies from the package index, as it does fo
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -56,3 +57,39 @@ def test_the_pre_commit_hook_gates_on_the_training_venv(
     assert drifted.returncode == 1, drifted.stdout + drifted.stderr
     assert "Failed" in drifted.stdout
     assert "2.11.0+cu128 → 2.11.0+cu130" in drifted.stdout  # the change itself is shown
+
+
+@pytest.mark.parametrize("headers", [True, False])
+def test_a_debian_style_container_prefix(tmp_path: Path, house: Path, headers: bool) -> None:
+    """``snapshot --venv /usr`` in a Debian/Ubuntu image: the distro's packages sit in a
+    versionless ``lib/python3/dist-packages``; the version comes from ``patchlevel.h`` when
+    the headers are installed, else from the standard library's folder. Snapshot at image
+    build, check at start: clean, then drift when a package moves."""
+    from tests.conftest import uv_bin
+    from tests.project import invoke
+
+    usr = tmp_path / "usr"
+    site = usr / "lib" / "python3" / "dist-packages"
+    (usr / "lib" / "python3.11").mkdir(parents=True)
+    (usr / "lib" / "python3.11" / "os.py").write_text("")
+    if headers:
+        (usr / "include" / "python3.11").mkdir(parents=True)
+        (usr / "include" / "python3.11" / "patchlevel.h").write_text(
+            '#define PY_VERSION              "3.11.2"\n'
+        )
+    target = [uv_bin(), "pip", "install", "--offline", "--no-index", "--find-links", str(house),
+              "--python", sys.executable, "--target", str(site)]  # fmt: skip
+    subprocess.run([*target, "plainpkg==2.4"], check=True, capture_output=True)
+    lock = tmp_path / "image.envguard.toml"
+    code, out, err = invoke("snapshot", "--json", "--venv", str(usr), "-o", str(lock),
+                            "--no-default-caches")  # fmt: skip
+    assert code == 0, err
+    snap = json.loads(out)["result"]
+    assert snap["venv"]["kind"] == "prefix"
+    assert snap["python"]["version"] == ("3.11.2" if headers else "3.11")
+    assert {p["name"]: p["version"] for p in snap["packages"]} == {"plainpkg": "2.4"}
+    assert invoke("diff", str(lock), "--venv", str(usr), "--fail-on", "critical")[0] == 0
+    subprocess.run([*target, "--upgrade", "plainpkg==2.5"], check=True, capture_output=True)
+    code, out, _ = invoke("diff", str(lock), "--venv", str(usr), "--json")
+    assert code == 1
+    assert any(c["subject"] == "plainpkg" for c in json.loads(out)["result"]["changes"])

@@ -57,7 +57,7 @@ def locate(path: Path) -> Environment:
     else:
         raise VenvError(
             f"{path}: not a venv (no pyvenv.cfg), a conda env (no conda-meta/) or "
-            "a Python prefix (no lib/pythonX.Y/site-packages)"
+            "a Python prefix (no lib/pythonX.Y/site-packages or lib/python3/dist-packages)"
         )
     site = _prefix_site(path) if kind == "prefix" else _find_site_packages(path)
     assert site is not None
@@ -191,6 +191,10 @@ def _prefix_site(root: Path) -> Path | None:
         ]
         if found:
             return max(found, key=lambda p: _lib_version(p.parent.name))
+    # Debian and Ubuntu: the distro's packages for every python3 in one versionless folder
+    debian = root / "lib" / "python3" / "dist-packages"
+    if debian.is_dir() and (any(debian.glob("*.dist-info")) or any(debian.glob("*.egg-info"))):
+        return debian
     return None
 
 
@@ -204,11 +208,19 @@ def _conda_version(root: Path) -> dict[str, str]:
 
 
 def _patchlevel(root: Path) -> dict[str, str]:
-    """A prefix's exact version from its C headers, when they are installed."""
+    """A prefix's exact version from its C headers, when they are installed; else its
+    minor version from the standard library's folder (``lib/python3.11/os.py``), which a
+    versionless ``lib/python3/dist-packages`` does not name."""
     for header in sorted(root.glob("include/python3*/patchlevel.h")):
         m = re.search(r'#define\s+PY_VERSION\s+"([\d.]+)', header.read_text(errors="replace"))
         if m:
             return {"version": m.group(1)}
+    stdlibs = [
+        p.parent.name for p in root.glob("lib/python3*/os.py") if _LIB_DIR.match(p.parent.name)
+    ]
+    if stdlibs:
+        major, minor = _lib_version(max(stdlibs, key=_lib_version))
+        return {"version": f"{major}.{minor}"}
     return {}
 
 
