@@ -40,9 +40,13 @@ def guard(
     repo: str | os.PathLike[str] | None = None,
     only: Sequence[str] | None = None,
     ignore: Sequence[str] | None = None,
+    track: bool = False,
 ) -> drift.DriftReport:
     """Raise :class:`DriftError` if this process's environment drifted; return the report.
 
+    ``track``: also record the lock and this report in the active MLflow or W&B run of a
+    tracker the script imported (never imported here), with tags ``envguard.torch``,
+    ``envguard.cuda`` and ``envguard.verdict``.
     ``lock``: a lockfile or a Snapshot; by default the project's lock, as a bare ``envguard
     diff`` finds it. ``venv``: by default this process's own (``sys.prefix``).
     ``only``/``ignore``: areas to judge (python, torch, cuda, gpu, code, caches, libraries,
@@ -74,6 +78,11 @@ def guard(
     mine = _summary(report, live, fail_on)
     everyone = _gather(mine) if ranks else [mine]
     failing = [r for r in everyone if r["fails"]]
+    if track and mine["rank"] == 0:  # one record per job, whatever the world size
+        from envguard import tracking
+
+        lock_path = None if isinstance(lock, Snapshot) else Path(lock)
+        tracking.record(lock_path, locked, report, "drift" if failing else "clean")
     if failing:
         message = _message(failing, everyone, locked)
         if ranks and mine["rank"] == 0:

@@ -93,6 +93,8 @@ def lock_for(
 def lock_path(explicit: Path | None, venv_path: Path | None, cfg: Config) -> Path:
     """The lock a command works on: LOCK, else the configured lock, else the lock of the venv
     given or configured, else the project's only lock, else the active venv's lock."""
+    if explicit is not None and _is_run_uri(explicit):
+        return _from_run(str(explicit))
     path = explicit or cfg.lock
     if path is None and (venv_path is not None or cfg.venv is not None):
         path = _lock_of(venv(venv_path, cfg), cfg)
@@ -107,6 +109,24 @@ def lock_path(explicit: Path | None, venv_path: Path | None, cfg: Config) -> Pat
     if path is None:
         path = _lock_of(venv(venv_path, cfg), cfg)
     return path
+
+
+def _is_run_uri(path: Path) -> bool:
+    from envguard import tracking
+
+    return tracking.is_uri(str(path))
+
+
+def _from_run(uri: str) -> Path:
+    """A tracked run's lock (``runs:/ID/envguard/NAME.envguard.toml``), downloaded into
+    envguard's cache folder, one folder per URI."""
+    import hashlib
+
+    from envguard import _fs, tracking
+
+    dest = _fs.user_cache_dir() / "runs" / hashlib.sha256(uri.encode()).hexdigest()[:16]
+    dest.mkdir(parents=True, exist_ok=True)
+    return tracking.fetch(uri, dest)
 
 
 def _is_own(path: Path) -> bool:
