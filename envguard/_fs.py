@@ -79,3 +79,13 @@ def exchange(a: Path, b: Path) -> bool:
     if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
         return False  # a filesystem or kernel without RENAME_EXCHANGE
     raise OSError(err, os.strerror(err), str(a))
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is ``root`` or under it, links resolved (a symlinked folder that
+    points into ``root`` is inside it)."""
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from envguard import lockfile
+from envguard import _fs, lockfile
 from envguard.config import Config
 from envguard.errors import LockfileError, VenvError
 from envguard.model import Snapshot
@@ -187,17 +187,9 @@ def repo_for(lock: Snapshot) -> Path | None:
     recorded = Path(lock.code.root) if lock.code else None
     if not _git.has_repo(here):
         return recorded if recorded is not None and recorded.is_dir() else None
-    if recorded is None or not recorded.is_dir() or _inside(here, recorded):
+    if recorded is None or not recorded.is_dir() or _fs.is_inside(here, recorded):
         return None
     repo = _git.open_repo(here, required=False)
     if repo is not None and lock.code and _git.commit_exists(repo, lock.code.head):
         return None
     return recorded
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True

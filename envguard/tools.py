@@ -194,20 +194,12 @@ def _new_place(train: Path, name: str) -> Path:
     target = check_new(train, name)
     root = target.parent
     root.mkdir(exist_ok=True)
-    if _inside(root, train):  # a symlinked .tools folder pointing into the venv
+    if _fs.is_inside(root, train):  # a symlinked .tools folder pointing into the venv
         raise ToolError(f"{root} is inside the training venv {train}: tools never go there")
     ignore = root / ".gitignore"
     if not ignore.exists():  # venvs beside a repo's .venv must not show as untracked files
         _fs.atomic_write(ignore, b"# envguard's tool venvs\n*\n")
     return target
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True
 
 
 def _write_marker(venv: Path, name: str, train: Path, reqs: Sequence[str], lock: Path) -> None:
