@@ -135,3 +135,8 @@ def project(tmp_path: Path, house: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     proj = new_project(tmp_path, house)
     monkeypatch.chdir(proj.root)
     yield proj
+
+
+def siblings(venv: Path) -> list[str]:
+    """What restore leaves beside the venv: its lock file is removed as it lets go."""
+    return sorted(p.name for p in venv.parent.iterdir() if venv.name in p.name)

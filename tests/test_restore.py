@@ -15,7 +15,7 @@ import pytest
 
 from envguard import drift, lockfile, restore, snapshot
 from envguard.demo.incident import known_good, swap_in_sglang
-from tests.conftest import make_venv, uv_bin, uv_install
+from tests.conftest import make_venv, siblings, uv_bin, uv_install
 from tests.test_cli import envguard
 
 
@@ -41,11 +41,6 @@ def _importable(venv: Path) -> str:
     return subprocess.run(
         [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
-
-
-def _siblings(venv: Path) -> list[str]:
-    """What restore leaves beside the venv: its lock file is removed as it lets go."""
-    return sorted(p.name for p in venv.parent.iterdir() if venv.name in p.name)
 
 
 def test_replay_round_trips(tmp_path: Path, good) -> None:
@@ -74,7 +69,7 @@ def test_replay_round_trips(tmp_path: Path, good) -> None:
 def test_dry_run_writes_nothing(tmp_path: Path, good) -> None:
     venv, lock, _ = good
     swap_in_sglang(venv, tmp_path / "after")
-    before = (_siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv))
+    before = (siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv))
     done = envguard("restore", str(lock), "--dry-run", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
@@ -86,7 +81,7 @@ def test_dry_run_writes_nothing(tmp_path: Path, good) -> None:
         "torch-family from https://download.pytorch.org/whl/cu128"
         in doc["result"]["plan"]["indexes"]
     )
-    assert (_siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv)) == before
+    assert (siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv)) == before
 
 
 def _fake_uv(tmp_path: Path, on_sync: str) -> dict[str, str]:
@@ -112,11 +107,11 @@ exec {uv_bin()} "$@"
 def test_uv_failure_keeps_the_old_venv(tmp_path: Path, good, on_sync: str, message: str) -> None:
     venv, lock, house = good
     swap_in_sglang(venv, tmp_path / "after")
-    before = _siblings(venv)
+    before = siblings(venv)
     done = _restore(lock, house, env=_fake_uv(tmp_path, on_sync))
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
     assert _importable(venv) == "2.11.0+cu130"
-    assert _siblings(venv) == before  # no half-built venv, no journal left behind
+    assert siblings(venv) == before  # no half-built venv, no journal left behind
 
 
 def test_verify_mismatch_keeps_the_old_venv(tmp_path: Path, good) -> None:
@@ -146,10 +141,10 @@ def test_missing_interpreter_changes_nothing(tmp_path: Path, good) -> None:
     snap = lockfile.read(lock)
     odd = dataclasses.replace(snap, python=dataclasses.replace(snap.python, version="3.99.1"))
     lockfile.write(lock, odd)
-    before = _siblings(venv)
+    before = siblings(venv)
     done = _restore(lock, house)
     assert done.returncode == 2 and "no Python 3.99.1 interpreter found" in done.stderr
-    assert _siblings(venv) == before and _importable(venv) == "2.11.0+cu128"
+    assert siblings(venv) == before and _importable(venv) == "2.11.0+cu128"
 
 
 def test_pins_uv_cannot_find_are_named(tmp_path: Path, good) -> None:
@@ -222,13 +217,13 @@ def test_kill_9_during_install_then_next_restore_cleans_up(tmp_path: Path, good)
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    leftovers = [n for n in _siblings(venv) if "envguard-new" in n or "restore.json" in n]
+    leftovers = [n for n in siblings(venv) if "envguard-new" in n or "restore.json" in n]
     assert len(leftovers) == 2  # the half-built venv and the journal
     assert _importable(venv) == "2.11.0+cu130"
     done = _restore(lock, house)
     assert done.returncode == 0, done.stderr
     assert "recovered an earlier restore" in done.stdout and "unfinished venv" in done.stdout
-    assert not [n for n in _siblings(venv) if "envguard-new" in n or "restore.json" in n]
+    assert not [n for n in siblings(venv) if "envguard-new" in n or "restore.json" in n]
     assert _importable(venv) == "2.11.0+cu128"
 
 

@@ -24,7 +24,7 @@ from envguard.demo import incident
 from envguard.demo.cache import BuiltBy, make
 from envguard.errors import NotRestored
 from envguard.restore import cache_archive, transaction
-from tests.conftest import git, uv_bin
+from tests.conftest import git, siblings, uv_bin
 from tests.project import Project, invoke
 
 OFFLINE = ("--offline", "--yes")
@@ -42,10 +42,6 @@ def _torch(venv: Path) -> str:
     return subprocess.run(
         [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
-
-
-def _siblings(venv: Path) -> list[str]:
-    return sorted(p.name for p in venv.parent.iterdir() if venv.name in p.name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +184,7 @@ def test_a_restore_killed_at_every_phase_is_put_right(project: Project, phase: s
     code, out, err = _restore(project, "--rebuild")
     assert code == 0, err
     assert "\nrecovered " in "\n" + out
-    left = [n for n in _siblings(venv) if "envguard-new" in n or "restore.json" in n]
+    left = [n for n in siblings(venv) if "envguard-new" in n or "restore.json" in n]
     assert left == []
     assert _torch(venv) == "2.11.0+cu128"
 
@@ -215,7 +211,7 @@ def test_a_real_kill_9_during_the_install(project: Project, tmp_path: Path) -> N
     proc.wait()
     code, out, err = _restore(project, "--rebuild")
     assert code == 0 and "removed its unfinished venv" in out, err
-    assert not [n for n in _siblings(project.venv) if "envguard-new" in n]
+    assert not [n for n in siblings(project.venv) if "envguard-new" in n]
     # the requirements file lived inside the half-built venv: nothing left in /tmp either
     assert _torch(project.venv) == "2.11.0+cu128"
 
