@@ -51,6 +51,16 @@ _NOT_CUDA = frozenset({"nvidia-ml-py", "nvidia-ml-py3", "pynvml"})
 PROTECTED = (TORCH, *TORCH_EXTENSIONS, *TRITON, "transformers")
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def canonical(name: str) -> str:
+    """A distribution name as PEP 503 normalises it (``Foo_Bar.baz`` → ``foo-bar-baz``):
+    packaging's ``canonicalize_name`` without importing packaging.tags, platform and
+    subprocess on the snapshot's hot path."""
+    return _SEPARATORS.sub("-", name).lower()
+
+
 def is_cuda_wheel(name: str) -> bool:
     return name.startswith(_CUDA_PREFIXES) and name not in _NOT_CUDA
 

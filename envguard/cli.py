@@ -12,55 +12,26 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from envguard import __version__
+from envguard._entry import UI as _UI
+from envguard._entry import config as _config
+from envguard._entry import emit as _emit
+from envguard._entry import errors
+from envguard._entry import fail as _fail
 
 if TYPE_CHECKING:
-    from envguard.config import Config
-    from envguard.output.human import Human
     from envguard.restore.plan import Overrides
     from envguard.results import Result
 
 _PATH = click.Path(path_type=Path)
 _AREAS = "python, torch, cuda, gpu, code, caches, libraries, packages, env, host"
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclass
-class Ui:
-    """What the common options asked for, for the command that runs."""
-
-    command: str = ""
-    verbosity: int = 0
-    as_json: bool = False
-
-    def human(self, stream: TextIO | None = None, **view: Any) -> Human:
-        from envguard import _term
-        from envguard.output.human import Human
-
-        stream = stream or sys.stdout
-        return Human(
-            width=_term.width(stream),
-            color=_term.color(stream),
-            verbosity=self.verbosity,
-            **view,
-        )
-
-    def progress(self) -> Any:
-        from envguard import _term
-        from envguard.output.progress import bars
-
-        on = not self.as_json and self.verbosity >= 0 and sys.stderr.isatty()
-        return bars(on, _term.color(sys.stderr))
-
-
-_UI = Ui()
 
 
 @contextmanager
@@ -136,64 +107,9 @@ def _overrides(kw: dict[str, Any]) -> Overrides:
     )
 
 
-def _config(**flags: Any) -> Config:
-    from envguard import config
-
-    return config.load().with_flags(**flags)
-
-
-def _emit(result: Result, **view: Any) -> None:
-    """Print the result as asked, and exit with its code."""
-    from envguard.output.json import Json
-
-    fmt = Json() if _UI.as_json else _UI.human(**view)
-    sys.stdout.write(fmt.format(result))
-    sys.stdout.flush()
-    sys.exit(result.exit_code)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """The one error boundary: every error becomes one line on stderr and its exit code (2,
-    or 1 for "not restored"), and under --json an envelope on stdout too; never a traceback
-    unless ENVGUARD_DEBUG=1."""
-    from envguard.errors import EnvguardError, NotRestored
-
-    debug = os.environ.get("ENVGUARD_DEBUG", "") not in ("", "0")
-    try:
-        yield
-    except (SystemExit, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
-        raise
-    except KeyboardInterrupt:
-        _fail("interrupted", code=130)
-    except Exception as exc:
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        if isinstance(exc, NotRestored):
-            _fail(f"not restored: {exc}", code=exc.exit_code)
-        elif isinstance(exc, EnvguardError):
-            _fail(str(exc), code=exc.exit_code)
-        elif isinstance(exc, OSError):
-            _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-        else:
-            hint = "" if debug else "; ENVGUARD_DEBUG=1 shows where"
-            _fail(f"internal error: {type(exc).__name__}: {exc} (a bug in envguard{hint})")
-
-
-def _fail(message: str, code: int = 2) -> None:
-    from envguard.output import lines
-
-    if _UI.as_json:
-        from envguard.output.json import Json
-        from envguard.redact import strip_url_credentials
-        from envguard.results import Failed
-
-        failed = Failed(command=_UI.command, message=strip_url_credentials(message), code=code)
-        sys.stdout.write(Json().format(failed))
-    lines.error_line(message)
-    sys.exit(code)
+def _errors() -> AbstractContextManager[None]:
+    """The error boundary (:func:`envguard._entry.errors`), letting click's own exits by."""
+    return errors((click.exceptions.Exit, click.ClickException, click.exceptions.Abort))
 
 
 class _Group(click.Group):
@@ -417,7 +333,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
     """
     from envguard import lockfile, targets
     from envguard.restore import command
-    from envguard.results import RestoreDone
+    from envguard.results.restore import RestoreDone
 
     _interrupt_on_sigterm()
     with _errors():

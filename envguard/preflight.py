@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from envguard import _run, attribution, catalog, drift, requirements
 from envguard import uv as uv_backend
 from envguard.errors import CommandError, EnvguardError
@@ -197,7 +195,7 @@ def _parse_uv(text: str) -> list[Planned]:
     """uv's ``- name==old`` / ``+ name==new`` lines (``+ name @ url`` for a wheel or a
     repository given directly); the ``+`` ones are what lands."""
     return [
-        Planned(name=canonicalize_name(m.group(2)), version=m.group(3) or _url_version(m.group(4)))
+        Planned(name=catalog.canonical(m.group(2)), version=m.group(3) or _url_version(m.group(4)))
         for line in text.splitlines()
         if (m := _UV_LINE.match(line)) and m.group(1) == "+"
     ]
@@ -221,7 +219,7 @@ def _parse_pip(text: str) -> list[Planned]:
         meta = item.get("metadata", {})
         out.append(
             Planned(
-                name=canonicalize_name(meta["name"]),
+                name=catalog.canonical(meta["name"]),
                 version=meta["version"],
                 requires=tuple(r for r in meta.get("requires_dist") or [] if "extra" not in r),
                 requested=bool(item.get("requested")),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,21 @@ def newer(old: str, new: str) -> bool | None:
     if po is None or pn is None:
         return None
     return pn > po
+
+
+# N(.N)*(+local)? in its normal form: what torch's version.py says in practice, read without
+# importing packaging (and typing) on the snapshot's hot path; anything else goes to packaging.
+_PLAIN = re.compile(r"\d+(?:\.\d+)*(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?")
+
+
+def local(text: str) -> str | None:
+    """The local label (``cu130`` of ``2.11.0+cu130``) normalised as PEP 440 says; None when
+    there is none or ``text`` is not a version."""
+    plain = _PLAIN.fullmatch(text)
+    if plain:
+        return plain.group(1)
+    version = _parse(text)
+    return version.local if version is not None else None
 
 
 @lru_cache(maxsize=4096)

@@ -10,7 +10,7 @@ from envguard.config import Config
 from envguard.drift import DriftReport
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
-from envguard.results import DiffDone
+from envguard.results.diff import DiffDone
 from envguard.snapshot import Progress
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from envguard import fleet, lockfile
 from envguard.config import Config
-from envguard.results import FleetDone
+from envguard.results.fleet import FleetDone
 
 
 def run(cfg: Config, lock: Path, snapshots: tuple[Path, ...]) -> FleetDone:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from envguard import attribution, journal, protect, targets, watch
 from envguard.config import Config
-from envguard.results import LogDone, RunDone
+from envguard.results.journal import LogDone, RunDone
 
 
 def run(cfg: Config, command: Sequence[str], *, venv: Path | None = None) -> RunDone:

@@ -9,7 +9,7 @@ from envguard import lockfile, protect, targets
 from envguard.config import Config
 from envguard.restore import backups as backups_mod
 from envguard.restore.plan import Overrides, target_path
-from envguard.results import BackupsDone, ExportDone, ProtectDone, UnprotectDone
+from envguard.results.manage import BackupsDone, ExportDone, ProtectDone, UnprotectDone
 
 
 def export(

@@ -9,7 +9,7 @@ from pathlib import Path
 from envguard import attribution, preflight, snapshot, targets
 from envguard.commands.diff import apply
 from envguard.config import Config
-from envguard.results import PreflightDone
+from envguard.results.preflight import PreflightDone
 
 
 def run(cfg: Config, command: Sequence[str], *, venv: Path | None = None) -> PreflightDone:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from envguard import lockfile, snapshot, targets
 from envguard.config import Config
-from envguard.results import SnapshotDone
+from envguard.results.snapshot import SnapshotDone
 from envguard.snapshot import Progress
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from envguard import _run, targets, tools, uv
 from envguard.config import Config
-from envguard.results import ToolAdded, ToolRemoved, ToolsListed
+from envguard.results.tools import ToolAdded, ToolRemoved, ToolsListed
 from envguard.watch import in_venv
 
 

@@ -8,7 +8,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
+from envguard import catalog
 
 
 def _record_hash(data: bytes) -> str:
@@ -27,7 +27,7 @@ def build_wheel(
 ) -> Path:
     """Write ``name-version-py3-none-any.whl``; METADATA says ``metadata_version`` if given
     (a PyPI torch says 2.11.0 while its version.py says 2.11.0+cu130)."""
-    dist = canonicalize_name(name).replace("-", "_")
+    dist = catalog.canonical(name).replace("-", "_")
     stem = f"{dist}-{metadata_version or version}"
     info = f"{stem}.dist-info"
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {metadata_version or version}"]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from envguard import attribution, catalog
-from envguard.drift import caches, code, cuda, env, gpu, host, packages, python, torch
 from envguard.drift.report import AREAS, FAIL_ON, SEVERITIES, Change, DriftReport
-from envguard.model import Snapshot
+
+if TYPE_CHECKING:  # `snapshot` reads Change from here and must not load the rules
+    from envguard import attribution
+    from envguard.model import Snapshot
 
 __all__ = ["AREAS", "FAIL_ON", "SEVERITIES", "Change", "DriftReport", "compare"]
 
@@ -21,7 +23,8 @@ def compare(
     old: Snapshot, new: Snapshot, journal: Sequence[attribution.JournalEntry] = ()
 ) -> DriftReport:
     """``journal``: ``envguard run`` records, which win over inferred causes."""
-    from envguard import checks
+    from envguard import attribution, catalog, checks
+    from envguard.drift import caches, code, cuda, env, gpu, host, packages, python, torch
 
     covered = {
         *catalog.BUILDS,

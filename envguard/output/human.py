@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envguard import results
 from envguard._units import human_bytes
-from envguard.attribution import short_command
-from envguard.drift import Change, DriftReport
 from envguard.output.layout import (
     INDENT,
     Painter,
@@ -21,6 +18,18 @@ from envguard.output.layout import (
     wrap,
 )
 from envguard.output.layout import path as _p
+
+if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the drift engine
+    from envguard.drift import Change, DriftReport
+    from envguard.results import Failed, Result
+    from envguard.results.diff import DiffDone
+    from envguard.results.fleet import FleetDone
+    from envguard.results.journal import LogDone, RunDone
+    from envguard.results.manage import BackupsDone, ExportDone, ProtectDone, UnprotectDone
+    from envguard.results.preflight import PreflightDone
+    from envguard.results.restore import RestoreDone
+    from envguard.results.snapshot import SnapshotDone
+    from envguard.results.tools import ToolAdded, ToolRemoved, ToolsListed
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 _SUBJECT_MAX = 16  # longer subjects push their values along rather than widen the column
@@ -41,13 +50,13 @@ class Human:
     def p(self) -> Painter:
         return Painter(self.width, self.color)
 
-    def format(self, result: results.Result) -> str:
+    def format(self, result: Result) -> str:
         render: Callable[[Any], Iterator[str]] = getattr(self, f"_{result.kind.replace(' ', '_')}")
         return block(render(result))
 
     # --- diff, preflight, run: lists of changes ---------------------------------------------
 
-    def _diff(self, r: results.DiffDone) -> Iterator[str]:
+    def _diff(self, r: DiffDone) -> Iterator[str]:
         report = r.report
         yield from self._verdict(report, r.fail_on)
         if self.verbosity >= 0 and r.venv:
@@ -111,7 +120,7 @@ class Human:
             yield label + lines[0][len("warning:") :]
             yield from lines[1:]
 
-    def _preflight(self, r: results.PreflightDone) -> Iterator[str]:
+    def _preflight(self, r: PreflightDone) -> Iterator[str]:
         report = r.forecast.report
         if not report.changes:
             safe = self.p.paint("Safe", "bold green")
@@ -135,10 +144,10 @@ class Human:
         if command:
             yield from wrap(f"{what}: {command}", self.p.width, 2, first="")
 
-    def _run(self, r: results.RunDone) -> Iterator[str]:
+    def _run(self, r: RunDone) -> Iterator[str]:
         e = r.watched.entry
         lines = wrap(
-            f"envguard: `{short_command(e.command)}` exited {e.exit_code}; "
+            f"envguard: `{_short(e.command)}` exited {e.exit_code}; "
             f"{len(e.added)} added, {len(e.changed)} changed, {len(e.removed)} removed "
             f"(journal: {_p(r.watched.journal_path)})", self.p.width, 2, first="",
         )  # fmt: skip
@@ -153,7 +162,7 @@ class Human:
 
     # --- snapshot -----------------------------------------------------------------------------
 
-    def _snapshot(self, r: results.SnapshotDone) -> Iterator[str]:
+    def _snapshot(self, r: SnapshotDone) -> Iterator[str]:
         snap = r.snapshot
         if self.verbosity < 0:
             yield r.lockfile
@@ -172,7 +181,7 @@ class Human:
 
     # --- fleet ------------------------------------------------------------------------------
 
-    def _fleet(self, r: results.FleetDone) -> Iterator[str]:
+    def _fleet(self, r: FleetDone) -> Iterator[str]:
         report = r.report
         bad = [n for n in report.nodes if n.fails]
         nodes = plural(len(report.nodes), "node")
@@ -210,7 +219,7 @@ class Human:
 
     # --- log, export, protect, backups --------------------------------------------------------
 
-    def _log(self, r: results.LogDone) -> Iterator[str]:
+    def _log(self, r: LogDone) -> Iterator[str]:
         if not r.entries:
             yield f"no journal entries in {_p(r.journal)}"
             return
@@ -220,10 +229,10 @@ class Human:
             yield f"#{i:<3} {when}  {e.user}@{e.host}  exit {e.exit_code}  {counts}"
             yield from wrap(" ".join(e.command), self.p.width, 5)
 
-    def _export(self, r: results.ExportDone) -> Iterator[str]:
+    def _export(self, r: ExportDone) -> Iterator[str]:
         yield f"wrote {_p(r.output)} ({r.format}, PEP 751): {plural(r.packages, 'package')}"
 
-    def _protect(self, r: results.ProtectDone) -> Iterator[str]:
+    def _protect(self, r: ProtectDone) -> Iterator[str]:
         p = r.protection
         yield f"protected {_p(p.venv)}: {plural(len(p.pins), 'pin')} in {_p(p.constraints)}"
         yield from wrap(
@@ -235,10 +244,10 @@ class Human:
             "REQUIREMENT...", self.p.width, 2, first="  ",
         )  # fmt: skip
 
-    def _unprotect(self, r: results.UnprotectDone) -> Iterator[str]:
+    def _unprotect(self, r: UnprotectDone) -> Iterator[str]:
         yield f"unprotected {_p(r.venv)}" if r.lifted else f"{_p(r.venv)} was not protected"
 
-    def _backups(self, r: results.BackupsDone) -> Iterator[str]:
+    def _backups(self, r: BackupsDone) -> Iterator[str]:
         listed = r.backups
         for b in listed.removed:
             yield f"removed {_p(b.path)} ({human_bytes(b.bytes)})"
@@ -252,7 +261,7 @@ class Human:
 
     # --- tools --------------------------------------------------------------------------------
 
-    def _tool_add(self, r: results.ToolAdded) -> Iterator[str]:
+    def _tool_add(self, r: ToolAdded) -> Iterator[str]:
         t = r.tool
         what = ", ".join(t.requirements) or "the venv restore moved aside"
         torch = f"torch {t.torch}, " if t.torch else ""
@@ -268,7 +277,7 @@ class Human:
         yield f"  or:      $(envguard tool path {name})/bin/python ..."
         yield "  the training venv is untouched"
 
-    def _tool_list(self, r: results.ToolsListed) -> Iterator[str]:
+    def _tool_list(self, r: ToolsListed) -> Iterator[str]:
         for name in r.added:
             yield f"{self.p.paint('Built tool', 'bold green')} {name}"
         if not r.tools:
@@ -286,19 +295,19 @@ class Human:
                 f"{human_bytes(t.bytes)} on disk", self.p.width,
             )  # fmt: skip
 
-    def _tool_remove(self, r: results.ToolRemoved) -> Iterator[str]:
+    def _tool_remove(self, r: ToolRemoved) -> Iterator[str]:
         t = r.tool
         yield from wrap(
             f"removed tool {t.name} ({_p(t.path)}, {human_bytes(t.bytes)}) and its lock",
             self.p.width, 2, first="",
         )  # fmt: skip
 
-    def _restore(self, r: results.RestoreDone) -> Iterator[str]:
+    def _restore(self, r: RestoreDone) -> Iterator[str]:
         """A restore's steps are streamed as they happen (``restore_step``): nothing is left
         to say at the end but its error, which goes to stderr."""
         yield from ()
 
-    def _error(self, r: results.Failed) -> Iterator[str]:
+    def _error(self, r: Failed) -> Iterator[str]:
         yield r.message
 
     # --- restore, streamed step by step ---------------------------------------------------------
@@ -486,3 +495,9 @@ def _facts(snap: Any) -> Iterator[tuple[str, str]]:
         f"{host.hostname}, {host.os}, {plural(host.cpu_count, 'CPU')}, "
         f"{human_bytes(host.memory_bytes)}",
     )
+
+
+def _short(command: tuple[str, ...]) -> str:
+    from envguard.attribution import short_command  # only the run screen needs it
+
+    return short_command(command)

@@ -9,8 +9,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from envguard import catalog
 from envguard.model import Distribution
 from envguard.redact import strip_url_credentials
@@ -116,7 +114,7 @@ def _read(meta_dir: str, mtime: float) -> Distribution:
         else (None, False)
     )
     return Distribution(
-        name=canonicalize_name(name),
+        name=catalog.canonical(name),
         version=version,
         installer=_first_line(os.path.join(meta_dir, "INSTALLER"))
         if "INSTALLER" in present

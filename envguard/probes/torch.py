@@ -11,8 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
+from envguard import versions
 from envguard.model import Distribution, PackageBuild
 
 PYPI_INDEX = "https://pypi.org/simple"
@@ -41,7 +40,7 @@ def parse_version_file(source: str) -> dict[str, Any]:
 
 def variant_of(version: str, fields: dict[str, Any]) -> str:
     """cu130 / cpu / rocm6.4 / xpu: the local label if it is one, else what the build says."""
-    label = _local(version)
+    label = versions.local(version)
     if label and _VARIANT.match(label):
         return label
     cuda, hip, xpu = fields.get("cuda"), fields.get("hip") or fields.get("rocm"), fields.get("xpu")
@@ -56,7 +55,7 @@ def variant_of(version: str, fields: dict[str, Any]) -> str:
 
 def index_for(metadata_version: str, variant: str) -> str:
     """A label in METADATA means the wheel came from the PyTorch index; none means PyPI."""
-    if _local(metadata_version) and variant:
+    if versions.local(metadata_version) and variant:
         return PYTORCH_INDEX.format(variant=variant)
     return PYPI_INDEX
 
@@ -72,7 +71,7 @@ def probe(site: Path, dist: Distribution) -> PackageBuild:
         pass
     declared = fields.get("__version__")
     version = declared if isinstance(declared, str) and declared else dist.version
-    variant = variant_of(version, fields) if fields or _local(version) else ""
+    variant = variant_of(version, fields) if fields or versions.local(version) else ""
     return PackageBuild(
         name=dist.name,
         version=version,
@@ -87,13 +86,6 @@ def probe(site: Path, dist: Distribution) -> PackageBuild:
         xpu=_str(fields.get("xpu")),
         debug=fields["debug"] if isinstance(fields.get("debug"), bool) else None,
     )
-
-
-def _local(version: str) -> str | None:
-    try:
-        return Version(version).local
-    except InvalidVersion:
-        return None
 
 
 def _str(value: Any) -> str | None:

@@ -1,0 +1,112 @@
+"""What every run of the command line shares, parsed by click or not: the common options'
+state (:class:`Ui`), the one error boundary, and printing a result with its exit code.
+
+It imports neither click nor the core: ``cli.py`` and the click-free hot path
+(:mod:`envguard._fastpath`) both stand on it, so they cannot differ in what they print.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from envguard.config import Config
+    from envguard.output.human import Human
+    from envguard.results import Result
+
+
+@dataclass
+class Ui:
+    """What the common options asked for, for the command that runs."""
+
+    command: str = ""
+    verbosity: int = 0
+    as_json: bool = False
+
+    def human(self, stream: TextIO | None = None, **view: Any) -> Human:
+        from envguard import _term
+        from envguard.output.human import Human
+
+        stream = stream or sys.stdout
+        return Human(
+            width=_term.width(stream),
+            color=_term.color(stream),
+            verbosity=self.verbosity,
+            **view,
+        )
+
+    def progress(self) -> Any:
+        from envguard import _term
+        from envguard.output.progress import bars
+
+        on = not self.as_json and self.verbosity >= 0 and sys.stderr.isatty()
+        return bars(on, _term.color(sys.stderr))
+
+
+UI = Ui()
+
+
+def config(**flags: Any) -> Config:
+    from envguard import config as config_module
+
+    return config_module.load().with_flags(**flags)
+
+
+def emit(result: Result, **view: Any) -> None:
+    """Print the result as asked, and exit with its code."""
+    from envguard.output.json import Json
+
+    fmt = Json() if UI.as_json else UI.human(**view)
+    sys.stdout.write(fmt.format(result))
+    sys.stdout.flush()
+    sys.exit(result.exit_code)
+
+
+@contextmanager
+def errors(passthrough: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """The one error boundary: every error becomes one line on stderr and its exit code (2,
+    or 1 for "not restored"), and under --json an envelope on stdout too; never a traceback
+    unless ENVGUARD_DEBUG=1. ``passthrough``: the parser's own exits (click's), let through."""
+    from envguard.errors import EnvguardError, NotRestored
+
+    debug = os.environ.get("ENVGUARD_DEBUG", "") not in ("", "0")
+    exits: tuple[type[BaseException], ...] = (SystemExit, *passthrough)
+    try:
+        yield
+    except exits:
+        raise
+    except KeyboardInterrupt:
+        fail("interrupted", code=130)
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        if isinstance(exc, NotRestored):
+            fail(f"not restored: {exc}", code=exc.exit_code)
+        elif isinstance(exc, EnvguardError):
+            fail(str(exc), code=exc.exit_code)
+        elif isinstance(exc, OSError):
+            fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        else:
+            hint = "" if debug else "; ENVGUARD_DEBUG=1 shows where"
+            fail(f"internal error: {type(exc).__name__}: {exc} (a bug in envguard{hint})")
+
+
+def fail(message: str, code: int = 2) -> None:
+    from envguard.output import lines
+
+    if UI.as_json:
+        from envguard.output.json import Json
+        from envguard.redact import strip_url_credentials
+        from envguard.results import Failed
+
+        failed = Failed(command=UI.command, message=strip_url_credentials(message), code=code)
+        sys.stdout.write(Json().format(failed))
+    lines.error_line(message)
+    sys.exit(code)

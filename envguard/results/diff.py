@@ -1,0 +1,32 @@
+"""The result of ``envguard diff``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from envguard.results import Result
+
+if TYPE_CHECKING:
+    from envguard.drift import DriftReport
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffDone(Result):
+    kind: ClassVar[str] = "diff"
+    report: DriftReport
+    fail_on: str
+    lock: str
+    venv: str = ""  # "" for two lockfiles
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.report.fails(self.fail_on) else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.report.to_dict(),
+            "lockfile": self.lock,
+            "venv": self.venv,
+            "fail_on": self.fail_on,
+        }

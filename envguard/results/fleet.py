@@ -1,0 +1,25 @@
+"""The result of ``envguard fleet``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from envguard.results import Result
+
+if TYPE_CHECKING:
+    from envguard.fleet import FleetReport
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetDone(Result):
+    kind: ClassVar[str] = "fleet"
+    report: FleetReport
+    fail_on: str
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.report.drifted() else 2 if self.report.problems else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.report.to_dict(), "fail_on": self.fail_on}

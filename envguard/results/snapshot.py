@@ -1,0 +1,26 @@
+"""The result of ``envguard snapshot``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from envguard.results import Result
+
+if TYPE_CHECKING:
+    from envguard.model import Snapshot
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotDone(Result):
+    kind: ClassVar[str] = "snapshot"
+    lockfile: str
+    snapshot: Snapshot
+    archive: str | None = None
+    archive_bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"lockfile": self.lockfile, **self.snapshot.to_dict()}
+        if self.archive:
+            out["archive"] = self.archive
+        return out
