@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,21 +134,18 @@ class _Headers:
     """The core-metadata headers envguard needs (Name, Version, Requires-Dist).
 
     Header lines are ``Key: value``; indented lines continue the previous header, and only
-    License and Description use them, so they are skipped. The stdlib email parser reads the
-    same block 4x slower, and a snapshot reads 200 of them.
+    License and Description use them, so they are skipped (the pattern anchors the key at the
+    line's start). One regex pass over the block: the stdlib email parser reads it 4x slower
+    and a loop over its lines 2x, and a snapshot reads 200 of them.
     """
 
-    _WANTED = frozenset({b"name", b"version", b"requires-dist"})
+    _WANTED = re.compile(rb"^(name|version|requires-dist)[ \t\r\f\v]*:(.*)$", re.I | re.M)
 
     def __init__(self, raw: bytes) -> None:
-        self._items: list[tuple[str, str]] = []
-        for line in raw.split(b"\n"):
-            if not line or line[:1] in b" \t":
-                continue
-            key, sep, value = line.partition(b":")
-            key = key.strip().lower()
-            if sep and key in self._WANTED:
-                self._items.append((key.decode(), value.strip().decode("utf-8", "replace")))
+        self._items = [
+            (key.lower().decode(), value.strip().decode("utf-8", "replace"))
+            for key, value in self._WANTED.findall(raw)
+        ]
 
     def get(self, key: str) -> str | None:
         key = key.lower()
@@ -161,13 +159,7 @@ class _Headers:
 def _headers(path: str) -> tuple[_Headers, str | None]:
     """Read only the header block: descriptions can be megabytes and say nothing we need."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(_HEADER_CHUNK)
-            while b"\n\n" not in raw and len(raw) % _HEADER_CHUNK == 0:
-                more = fh.read(_HEADER_CHUNK)
-                if not more:
-                    break
-                raw += more
+        raw = _read_head(path)
     except FileNotFoundError:
         return _Headers(b""), (
             f"no {os.path.basename(path)}: half-installed? version taken from the folder name"
@@ -185,6 +177,22 @@ def _headers(path: str) -> tuple[_Headers, str | None]:
     return parsed, None
 
 
+# os.read rather than open(): a buffered file object costs more than the read itself on the
+# small files a snapshot opens twice per distribution.
+def _read_head(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        raw = os.read(fd, _HEADER_CHUNK)
+        while b"\n\n" not in raw and len(raw) % _HEADER_CHUNK == 0:
+            more = os.read(fd, _HEADER_CHUNK)
+            if not more:
+                break
+            raw += more
+    finally:
+        os.close(fd)
+    return raw
+
+
 def _direct_url(path: Path) -> tuple[str | None, bool]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -199,7 +207,11 @@ def _direct_url(path: Path) -> tuple[str | None, bool]:
 
 def _first_line(path: str) -> str:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.readline().strip()
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            raw = os.read(fd, 4096)
+        finally:
+            os.close(fd)
     except OSError:
         return ""
+    return raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
