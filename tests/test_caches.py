@@ -5,6 +5,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envguard.probes import caches
 
@@ -73,9 +75,37 @@ def test_warm_fingerprint_reads_no_content(inductor_cache: Path, monkeypatch) ->
     cold, _ = caches.probe("inductor", inductor_cache)
     reads: list[str] = []
     real_hash = caches._hash
-    monkeypatch.setattr(caches, "_hash", lambda root, e: reads.append(e.rel) or real_hash(root, e))
+    monkeypatch.setattr(caches, "_hash", lambda root, e: reads.append(e[0]) or real_hash(root, e))
     warm, _ = caches.probe("inductor", inductor_cache)
     assert reads == [] and warm == cold
+    # unchanged since: the last result stands, without even loading the per-file hashes
+    monkeypatch.setattr(caches._StatCache, "load", lambda root: pytest.fail("loaded"))
+    again, _ = caches.probe("inductor", inductor_cache)
+    assert again == cold
+
+
+def test_a_fresh_file_is_hashed_again_until_it_settles(inductor_cache: Path, monkeypatch) -> None:
+    """A file written within the racy window may change again in the same mtime tick: neither
+    its hash nor the cache's result is kept."""
+    cold, _ = caches.probe("inductor", inductor_cache)
+    victim = next(inductor_cache.glob("*/*.best_config"))
+    victim.write_bytes(victim.read_bytes() + b" ")  # now: inside the racy window
+    reads: list[str] = []
+    real_hash = caches._hash
+    monkeypatch.setattr(caches, "_hash", lambda root, e: reads.append(e[0]) or real_hash(root, e))
+    first, _ = caches.probe("inductor", inductor_cache)
+    second, _ = caches.probe("inductor", inductor_cache)
+    assert reads == [str(victim.relative_to(inductor_cache))] * 2
+    assert first == second and first.fingerprint != cold.fingerprint
+
+
+def test_a_new_file_after_a_warm_pass_is_seen(inductor_cache: Path) -> None:
+    cold, _ = caches.probe("inductor", inductor_cache)
+    caches.probe("inductor", inductor_cache)
+    (inductor_cache / "fxgraph" / "new-entry").write_bytes(b"graph")
+    os.utime(inductor_cache / "fxgraph" / "new-entry", ns=(1, 1))
+    later, _ = caches.probe("inductor", inductor_cache)
+    assert later.files == cold.files + 1 and later.fingerprint != cold.fingerprint
 
 
 def test_unreadable_file_is_reported_not_fatal(inductor_cache: Path, monkeypatch) -> None:
@@ -83,7 +113,7 @@ def test_unreadable_file_is_reported_not_fatal(inductor_cache: Path, monkeypatch
     monkeypatch.setattr(
         caches,
         "_hash",
-        lambda root, e: None if e.rel.endswith(".best_config") else real_hash(root, e),
+        lambda root, e: None if e[0].endswith(".best_config") else real_hash(root, e),
     )
     cache, warnings = caches.probe("inductor", inductor_cache)
     assert cache.unreadable == 3 and cache.files == 105
@@ -115,6 +145,17 @@ def test_default_paths_follow_torch_and_triton(monkeypatch) -> None:
     assert paths["triton"] == Path.home() / ".triton" / "cache"
     paths = caches.default_paths({"TORCHINDUCTOR_CACHE_DIR": "/c/i", "TRITON_CACHE_DIR": "/c/t"})
     assert paths == {"inductor": Path("/c/i"), "triton": Path("/c/t")}
+
+
+@given(st.text(max_size=12))
+def test_skipped_names_match_the_rule(name: str) -> None:
+    """The cheap prefilter in front of the regex decides as the rule alone would."""
+    rule = (
+        name == "__pycache__"
+        or name.endswith(caches._SKIP_SUFFIXES)
+        or bool(caches._TMP_NAME.match(name))
+    )
+    assert caches.skipped(name) == rule
 
 
 @pytest.mark.parametrize("name", ["a.lock", "b.tmp", "__pycache__", "tmpk2j3h4g5", ".hidden"])

@@ -11,6 +11,7 @@ import contextlib
 import getpass
 import hashlib
 import json
+import marshal
 import os
 import re
 import stat
@@ -18,16 +19,16 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from io import BufferedReader
 from pathlib import Path
 
 from envguard._fs import atomic_write, user_cache_dir
+from envguard.errors import LockfileError
 from envguard.model import CacheCompat, CompileCache
 
 Progress = Callable[[int, int], None]  # (files done, files total)
 KINDS = ("fxgraph", "aotautograd", "triton_kernels", "generated_code", "autotune")
-_STATCACHE_VERSION = 2
+_STATCACHE_VERSION = 3
 _JSON_LIMIT = 1 << 20
 _CHUNK = 1 << 20
 # Inductor's FX graph entries embed the repro header torch writes: its version, CUDA, commit
@@ -75,12 +76,9 @@ def _user(environ: Mapping[str, str]) -> str:
         return environ.get("USER", "unknown")
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Entry:
-    rel: str
-    size: int
-    mtime_ns: int
-    ino: int
+# (path relative to the cache, size, mtime_ns, inode): a tuple, not a dataclass, since a warm
+# pass over 100,000 files is made of little else.
+_Entry = tuple[str, int, int, int]
 
 
 def probe(
@@ -89,6 +87,12 @@ def probe(
     if not path.is_dir():
         return CompileCache(kind=kind, path=str(path), exists=False), ()
     entries, unreadable_dirs = _walk(path)
+    # Every file's (path, size, mtime, inode) unchanged since the last probe: its result
+    # stands, without loading the per-file hashes (the bulk of a warm pass's time).
+    listing = hashlib.sha256(marshal.dumps((kind, unreadable_dirs, entries), 2)).hexdigest()
+    known = _StatCache.summary(path, listing)
+    if known is not None:
+        return known, ()
     store = _StatCache.load(path)
     digests: list[tuple[str, int, str]] = []
     facts: dict[str, set[str]] = {k: set() for k in _FACT_KEYS}
@@ -101,13 +105,12 @@ def probe(
                 unreadable += 1
                 continue
             store.put(entry, cached)
-        digests.append((entry.rel, entry.size, cached[0]))
+        digests.append((entry[0], entry[1], cached[0]))
         if cached[1]:
             _add_facts(facts, cached[1])
         if progress is not None:
             progress(i + 1, len(entries))
-    store.save()
-    counts = _counts(kind, [e.rel for e in entries])
+    counts = _counts(kind, [e[0] for e in entries])
     cache = CompileCache(
         kind=kind,
         path=str(path),
@@ -120,6 +123,8 @@ def probe(
         unreadable=unreadable,
         compat=CacheCompat(**{k: tuple(sorted(v)) for k, v in facts.items()}),
     )
+    # an unreadable file is read again next time; a racy one is not trusted yet
+    store.save(cache if not unreadable and len(store.fresh) == len(entries) else None, listing)
     warnings = (f"{kind} cache {path}: {unreadable} unreadable, left out of the fingerprint",)
     return cache, warnings if unreadable else ()
 
@@ -133,13 +138,17 @@ def _add_facts(facts: dict[str, set[str]], encoded: str) -> None:
 
 def skipped(name: str) -> bool:
     """Locks, temp files and __pycache__: never part of a fingerprint or an archive."""
-    return name == "__pycache__" or name.endswith(_SKIP_SUFFIXES) or bool(_TMP_NAME.match(name))
+    if name == "__pycache__" or name.endswith(_SKIP_SUFFIXES):
+        return True
+    # the regex only for names that can match it: it runs once per file of the cache
+    return name[:1] == "." or (name[:3].lower() == "tmp" and bool(_TMP_NAME.match(name)))
 
 
 def _walk(root: Path) -> tuple[list[_Entry], int]:
     entries: list[_Entry] = []
     unreadable = 0
     stack = [""]
+    is_dir, is_reg = stat.S_ISDIR, stat.S_ISREG
     while stack:
         rel_dir = stack.pop()
         try:
@@ -149,32 +158,32 @@ def _walk(root: Path) -> tuple[list[_Entry], int]:
             unreadable += 1
             continue
         for item in items:
-            if skipped(item.name):
+            name = item.name
+            if skipped(name):
                 continue
-            rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
+            rel = f"{rel_dir}/{name}" if rel_dir else name
             try:
                 st = item.stat(follow_symlinks=False)
             except OSError:
                 unreadable += 1
                 continue
-            if stat.S_ISDIR(st.st_mode):
+            if is_dir(st.st_mode):
                 stack.append(rel)
-            elif stat.S_ISREG(st.st_mode):
-                entries.append(
-                    _Entry(rel=rel, size=st.st_size, mtime_ns=st.st_mtime_ns, ino=st.st_ino)
-                )
-    entries.sort(key=lambda e: e.rel)
+            elif is_reg(st.st_mode):
+                entries.append((rel, st.st_size, st.st_mtime_ns, st.st_ino))
+    entries.sort()
     return entries, unreadable
 
 
 def _hash(root: Path, entry: _Entry) -> tuple[str, str] | None:
     """(content sha256, what the entry says it was built for) or None if unreadable."""
     try:
-        with (root / entry.rel).open("rb") as fh:
-            if entry.rel.endswith(".json") and entry.size <= _JSON_LIMIT:
+        rel, size = entry[0], entry[1]
+        with (root / rel).open("rb") as fh:
+            if rel.endswith(".json") and size <= _JSON_LIMIT:
                 data = fh.read()
-                return hashlib.sha256(data).hexdigest(), _kernel_facts(entry.rel, data)
-            return _file_sha256(fh, graph=_is_graph(entry.rel))
+                return hashlib.sha256(data).hexdigest(), _kernel_facts(rel, data)
+            return _file_sha256(fh, graph=_is_graph(rel))
     except OSError:
         return None
 
@@ -267,20 +276,40 @@ def _counts(kind: str, rels: list[str]) -> dict[str, int]:
 
 
 class _StatCache:
-    """Content hashes of one cache folder's files, keyed by (path, size, mtime_ns, inode)."""
+    """Content hashes of one cache folder's files, keyed by (path, size, mtime_ns, inode), and
+    beside them the last result with the listing it was computed from."""
 
     def __init__(self, file: Path, root: str, rows: dict[str, list[object]]) -> None:
         self.file, self.root, self.rows = file, root, rows
         self.fresh: dict[str, list[object]] = {}
         self.changed = False
 
+    @staticmethod
+    def _file(root: Path) -> Path:
+        key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
+        return user_cache_dir() / "statcache" / f"{key}.json"
+
+    @classmethod
+    def summary(cls, root: Path, listing: str) -> CompileCache | None:
+        """The last result for ``root`` if it was computed from this very ``listing``."""
+        try:
+            data = json.loads(cls._file(root).with_suffix(".summary.json").read_bytes())
+            if (
+                data.get("version") == _STATCACHE_VERSION
+                and data.get("root") == str(root)
+                and data.get("listing") == listing
+            ):
+                return CompileCache.from_dict(data["cache"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, LockfileError):
+            pass  # missing or damaged: the per-file pass decides
+        return None
+
     @classmethod
     def load(cls, root: Path) -> _StatCache:
-        key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
-        file = user_cache_dir() / "statcache" / f"{key}.json"
+        file = cls._file(root)
         rows: dict[str, list[object]] = {}
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data = json.loads(file.read_bytes())
             if data.get("version") == _STATCACHE_VERSION and data.get("root") == str(root):
                 rows = data["files"]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -288,21 +317,28 @@ class _StatCache:
         return cls(file, str(root), rows)
 
     def get(self, e: _Entry) -> tuple[str, str] | None:
-        row = self.rows.get(e.rel)
-        if not isinstance(row, list) or len(row) != 5 or row[:3] != [e.size, e.mtime_ns, e.ino]:
+        rel = e[0]
+        row = self.rows.get(rel)
+        if not isinstance(row, list) or len(row) != 5 or row[:3] != [e[1], e[2], e[3]]:
             return None
-        self.fresh[e.rel] = row
+        self.fresh[rel] = row
         return str(row[3]), str(row[4])
 
     def put(self, e: _Entry, value: tuple[str, str]) -> None:
         self.changed = True
-        if time.time() - e.mtime_ns / 1e9 > _RACY_SECONDS:
-            self.fresh[e.rel] = [e.size, e.mtime_ns, e.ino, *value]
+        if time.time() - e[2] / 1e9 > _RACY_SECONDS:
+            self.fresh[e[0]] = [e[1], e[2], e[3], *value]
 
-    def save(self) -> None:
-        if not self.changed and len(self.fresh) == len(self.rows):
-            return
-        payload = {"version": _STATCACHE_VERSION, "root": self.root, "files": self.fresh}
+    def save(self, result: CompileCache | None, listing: str) -> None:
+        """``result``: what to answer next time the listing is the same (None: nothing)."""
         # A read-only home only costs speed: fingerprints stay right, re-read next time.
         with contextlib.suppress(OSError):
-            atomic_write(self.file, json.dumps(payload, separators=(",", ":")).encode())
+            if self.changed or len(self.fresh) != len(self.rows):
+                payload = {"version": _STATCACHE_VERSION, "root": self.root, "files": self.fresh}
+                atomic_write(self.file, json.dumps(payload, separators=(",", ":")).encode())
+            summary = self.file.with_suffix(".summary.json")
+            if result is None:
+                summary.unlink(missing_ok=True)
+                return
+            known = {"version": _STATCACHE_VERSION, "root": self.root, "listing": listing}
+            atomic_write(summary, json.dumps({**known, "cache": result.to_dict()}).encode())
