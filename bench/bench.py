@@ -1,14 +1,22 @@
-"""envguard against its peers, in one run on one machine; prints a markdown table.
+"""envguard against its peers, in one run on one machine; prints markdown tables.
 
-    python bench/bench.py [--runs 15] [--cache-copies 32] [--json bench/results/latest.json]
+    python bench/bench.py [--runs 11] [--sizes 197,1000,5000] [--files 30000,100000]
+                          [--cache-copies 32] [--json bench/results/latest.json]
 
-1. Snapshot (no compile caches) of a venv holding the H200 training venv's 197 distributions,
-   against ``uv pip freeze`` and ``pip freeze`` on the same venv.
-2. ``envguard --version`` (must stay under 100 ms).
-3. Compile-cache fingerprint throughput, cold (no stat cache) and warm, against ``cat`` of the
-   same files; the cache is the real H200 Inductor cache copied ``--cache-copies`` times.
+envguard runs as users install it: in a venv of its own made by uv, installed from this checkout
+with its bytecode compiled (``--envguard PATH`` times another install instead). Each round runs
+every command of a table once, in an order that rotates from round to round, so that load drift
+on the machine moves every command alike; peers get the same runs as envguard. Wall time is the
+median of the runs (min in brackets); peak RSS comes from wait4(). Every command runs in a
+scratch folder outside any git repository.
 
-Wall time is the median of ``--runs`` runs (min in brackets); peak RSS comes from wait4().
+1. ``envguard snapshot -q``, ``envguard snapshot`` (its summary, off a terminal), ``envguard
+   diff -q`` and ``envguard --version`` against ``uv pip freeze`` and ``pip freeze``, on a venv
+   holding the H200 training venv's 197 distributions, then padded to 1,000 and 5,000.
+2. Compile caches: a warm re-fingerprint of an unchanged cache of ``--files`` small files against
+   a bare stat walk (``find -printf '%s %T@ %p'``); and the cold fingerprint of the real H200
+   Inductor cache copied ``--cache-copies`` times against ``cat`` of the same files (both from
+   the page cache). envguard's side is ``caches.probe`` in a fresh interpreter, imports included.
 """
 
 from __future__ import annotations
@@ -21,34 +29,29 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_venv import DEFAULT_FIXTURES, build
 
-
-def measure(argv: list[str], runs: int, env: dict[str, str] | None = None) -> dict[str, float]:
-    walls, rss = [], []
-    for _ in range(runs):
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        walls.append(time.perf_counter() - start)
-        rss.append(usage.ru_maxrss / 1024)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{argv} failed with {status}")
-    return {
-        "median_ms": statistics.median(walls) * 1000,
-        "min_ms": min(walls) * 1000,
-        "peak_rss_mib": max(rss),
-    }
+ROOT = Path(__file__).resolve().parents[1]
+Table = dict[str, dict[str, float]]
+PROBE = """
+import os, sys, tempfile
+if sys.argv[2] == "cold":  # no stat cache: hash every file
+    os.environ["ENVGUARD_CACHE_DIR"] = tempfile.mkdtemp(dir=sys.argv[3])
+from pathlib import Path
+from envguard.probes import caches
+caches.probe("inductor", Path(sys.argv[1]))
+"""
 
 
-def _once(argv: list[str], ok: tuple[int, ...], env: dict[str, str] | None) -> tuple[float, float]:
+def _once(argv: list[str], ok: tuple[int, ...], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) not in ok:
@@ -59,21 +62,22 @@ def _once(argv: list[str], ok: tuple[int, ...], env: dict[str, str] | None) -> t
 def interleaved(
     commands: dict[str, list[str]],
     runs: int,
+    cwd: Path,
     ok: tuple[int, ...] = (0,),
     env: dict[str, str] | None = None,
-) -> dict[str, dict[str, float]]:
-    """Each round runs every command once, in an order that rotates from round to round, so
-    that a machine's drift in load moves every command alike; the same runs for each."""
+) -> Table:
+    """Each round runs every command once, in an order that rotates from round to round; a
+    first, untimed round warms the page cache and the bytecode."""
+    env = env or dict(os.environ)
     names = list(commands)
     walls: dict[str, list[float]] = {n: [] for n in names}
     rss: dict[str, list[float]] = {n: [] for n in names}
-    for _ in range(1):  # a warm-up round: page cache, bytecode
-        for name in names:
-            _once(commands[name], ok, env)
+    for name in names:
+        _once(commands[name], ok, env, cwd)
     for r in range(runs):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
-            wall, peak = _once(commands[name], ok, env)
+            wall, peak = _once(commands[name], ok, env, cwd)
             walls[name].append(wall)
             rss[name].append(peak)
     return {
@@ -86,122 +90,147 @@ def interleaved(
     }
 
 
-def envguard_cmd() -> list[str]:
-    """The console script beside this Python, else what that script runs (no runpy)."""
-    path = Path(sys.executable).parent / "envguard"
-    if path.exists():
-        return [str(path)]
-    return [sys.executable, "-c", "from envguard.__main__ import main; main()"]
-
-
-def snapshot_bench(work: Path, runs: int, fixtures: Path) -> dict[str, dict[str, float]]:
+def envguard_install(work: Path, given: str | None) -> Path:
+    """envguard's console script in a venv of its own, as ``uv tool install`` or pip lays it."""
+    if given:
+        return Path(given)
     from uv import find_uv_bin
 
-    venv = build(work / "h200-venv", fixtures)
+    venv = work / "envguard-venv"
+    uv = find_uv_bin()
+    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
+    subprocess.run(
+        [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python",
+         str(venv / "bin" / "python"), str(ROOT)],
+        check=True,
+    )  # fmt: skip
+    return venv / "bin" / "envguard"
+
+
+def snapshot_bench(work: Path, envguard: Path, size: int, runs: int, fixtures: Path) -> Table:
+    from uv import find_uv_bin
+
+    venv = build(work / f"venv-{size}", fixtures, total=size)
     site = next(venv.glob("lib/python*/site-packages"))
-    out = work / "bench.envguard.toml"
-    envguard = [
-        *envguard_cmd(),
-        "snapshot",
-        "--venv",
-        str(venv),
-        "--no-default-caches",
-        "-o",
-        str(out),
-    ]
-    return {
-        "envguard snapshot": measure(envguard, runs),
-        "envguard snapshot --quiet": measure([*envguard, "--quiet"], runs),
-        "uv pip freeze": measure(
-            [find_uv_bin(), "pip", "freeze", "--python", str(venv / "bin" / "python")], runs
-        ),
-        "pip freeze": measure(
-            [sys.executable, "-m", "pip", "freeze", "--path", str(site)], max(3, runs // 3)
-        ),
-        "envguard --version": measure([*envguard_cmd(), "--version"], runs),
+    lock = work / f"bench-{size}.envguard.toml"
+    snap = [str(envguard), "snapshot", "--venv", str(venv), "--no-default-caches", "-o", str(lock)]
+    commands = {
+        "envguard snapshot -q": [*snap, "-q"],
+        "envguard snapshot": snap,
+        "envguard diff -q": [str(envguard), "diff", str(lock), "--venv", str(venv), "-q"],
+        "uv pip freeze": [find_uv_bin(), "pip", "freeze", "--python", str(venv / "bin" / "python")],
+        "pip freeze": [sys.executable, "-m", "pip", "freeze", "--path", str(site)],
     }
+    if size == 197:
+        commands["envguard --version"] = [str(envguard), "--version"]
+    subprocess.run(snap, check=True, capture_output=True, cwd=work)  # the lock diff compares with
+    return interleaved(commands, runs, work)
 
 
-def cache_bench(work: Path, copies: int, runs: int, fixtures: Path) -> dict[str, float]:
-    from envguard.probes import caches
+def _synthetic_cache(root: Path, files: int) -> Path:
+    """``files`` small files laid out as Inductor lays out generated code: 2-character folders."""
+    for i in range(files):
+        folder = root / f"{i % 256:02x}" / f"c{i // 256:05d}"[:5]
+        if i % 256 == 0 or not folder.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"k{i:06d}.py").write_bytes(b"# kernel\n" * (1 + i % 40))
+    return root
 
+
+def _settle(root: Path) -> None:
+    """Older than the stat cache's racy window, so that a warm pass trusts every file."""
+    old = time.time() - 3600
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(dirpath, name), (old, old))
+
+
+def warm_bench(work: Path, python: Path, files: int, runs: int) -> Table:
+    root = _synthetic_cache(work / f"cache-{files}", files)
+    _settle(root)
+    env = {**os.environ, "ENVGUARD_CACHE_DIR": str(work / f"statcache-{files}")}
+    probe = [str(python), "-c", PROBE, str(root), "warm", str(work)]
+    subprocess.run(probe, check=True, env=env)  # the cold pass that leaves the stat cache
+    commands = {
+        "envguard warm re-fingerprint": probe,
+        "find -printf (stat walk)": ["find", str(root), "-printf", "%s %T@ %p\n"],
+    }
+    return interleaved(commands, runs, work, env=env)
+
+
+def cold_bench(work: Path, python: Path, copies: int, runs: int, fixtures: Path) -> Table:
     root = work / "inductor"
     with tarfile.open(fixtures / "inductor_cache.tgz") as tar:
         tar.extractall(work / "one", filter="data")
     for i in range(copies):
         shutil.copytree(work / "one" / "probe_inductor", root / f"copy{i:03d}")
-    old = time.time() - 3600  # older than the stat cache's racy window
-    for p in root.rglob("*"):
-        os.utime(p, (old, old))
-    files = [p for p in root.rglob("*") if p.is_file()]
-    total = sum(p.stat().st_size for p in files)
-    cat = measure(["sh", "-c", f"find {root} -type f -exec cat {{}} + > /dev/null"], runs)
-    cold, warm = [], []
-    for _ in range(runs):
-        os.environ["ENVGUARD_CACHE_DIR"] = tempfile.mkdtemp(dir=work)
-        t = time.perf_counter()
-        caches.probe("inductor", root)
-        cold.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        caches.probe("inductor", root)
-        warm.append(time.perf_counter() - t)
-    mb = total / 1e6
-    return {
-        "files": len(files),
-        "mb": mb,
-        "cat_ms": cat["median_ms"],
-        "cold_ms": statistics.median(cold) * 1000,
-        "warm_ms": statistics.median(warm) * 1000,
-        "cat_mb_s": mb / cat["median_ms"] * 1000,
-        "cold_mb_s": mb / statistics.median(cold),
-        "warm_mb_s": mb / statistics.median(warm),
+    _settle(root)
+    commands = {
+        "envguard cold fingerprint": [str(python), "-c", PROBE, str(root), "cold", str(work)],
+        "cat (every file)": ["sh", "-c", f"find {root} -type f -exec cat {{}} + > /dev/null"],
     }
+    return interleaved(commands, runs, work)
 
 
-def report(snap: dict[str, dict[str, float]], cache: dict[str, float]) -> str:
-    uv = snap["uv pip freeze"]["median_ms"]
-    pip = snap["pip freeze"]["median_ms"]
-    lines = [
-        "| command (197 distributions) | median ms (min) | peak RSS MiB | × uv | pip ÷ this |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, m in snap.items():
-        lines.append(
-            f"| `{name}` | {m['median_ms']:.0f} ({m['min_ms']:.0f}) | "
-            f"{m['peak_rss_mib']:.0f} | {m['median_ms'] / uv:.1f}× | "
-            f"{pip / m['median_ms']:.1f}× |"
+def _table(title: str, table: Table, peer: str, other: str | None = None) -> list[str]:
+    base = table[peer]["median_ms"]
+    head = f"| {title} | median ms (min) | peak RSS MiB | × {peer.split(' (')[0]} |"
+    lines = [head + (f" {other} ÷ this |" if other else ""), "|---|---:|---:|---:|"]
+    lines[1] += "---:|" if other else ""
+    for name, m in table.items():
+        row = (
+            f"| `{name}` | {m['median_ms']:.0f} ({m['min_ms']:.0f}) | {m['peak_rss_mib']:.0f} | "
+            f"{m['median_ms'] / base:.2f}× |"
         )
-    lines += [
-        "",
-        f"Cache fingerprint, {cache['files']} files / {cache['mb']:.0f} MB "
-        "(the H200 Inductor cache, copied):",
-        "",
-        "| pass | ms | MB/s | × cat |",
-        "|---|---:|---:|---:|",
-        f"| `cat` every file | {cache['cat_ms']:.0f} | {cache['cat_mb_s']:.0f} | 1.0× |",
-        f"| cold (hash every file) | {cache['cold_ms']:.0f} | {cache['cold_mb_s']:.0f} | "
-        f"{cache['cold_ms'] / cache['cat_ms']:.2f}× |",
-        f"| warm (stat cache) | {cache['warm_ms']:.0f} | {cache['warm_mb_s']:.0f} | "
-        f"{cache['warm_ms'] / cache['cat_ms']:.2f}× |",
-    ]
+        if other:
+            row += f" {table[other]['median_ms'] / m['median_ms']:.1f}× |"
+        lines.append(row)
+    return [*lines, ""]
+
+
+def report(snaps: dict[int, Table], warm: dict[int, Table], cold: Table, cold_info: str) -> str:
+    lines: list[str] = []
+    for size, table in snaps.items():
+        lines += _table(f"{size:,} distributions", table, "uv pip freeze", "pip freeze")
+        delta = table["envguard diff -q"]["median_ms"] - table["envguard snapshot -q"]["median_ms"]
+        lines += [f"`diff -q` − `snapshot -q`: {delta:+.0f} ms", ""]
+    for files, table in warm.items():
+        lines += _table(f"unchanged cache, {files:,} files", table, "find -printf (stat walk)")
+    lines += _table(f"cold, {cold_info}", cold, "cat (every file)")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--sizes", default="197,1000,5000")
+    parser.add_argument("--files", default="30000,100000")
     parser.add_argument("--cache-copies", type=int, default=32)
+    parser.add_argument("--envguard", help="an installed envguard console script to time")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="envguard-bench-") as tmp:
-        work = Path(tmp)
-        snap = snapshot_bench(work, args.runs, args.fixtures)
-        cache = cache_bench(work, args.cache_copies, max(3, args.runs // 3), args.fixtures)
-    print(report(snap, cache))
+    work = Path(os.environ.get("BENCH_WORK") or "/tmp") / f"envguard-bench-{os.getpid()}"
+    work.mkdir(parents=True)
+    try:
+        envguard = envguard_install(work, args.envguard)
+        python = envguard.parent / "python"
+        snaps = {
+            int(n): snapshot_bench(work, envguard, int(n), args.runs, args.fixtures)
+            for n in args.sizes.split(",")
+        }
+        warm = {int(n): warm_bench(work, python, int(n), args.runs) for n in args.files.split(",")}
+        cold = cold_bench(work, python, args.cache_copies, args.runs, args.fixtures)
+        files = sum(1 for p in (work / "inductor").rglob("*") if p.is_file())
+        mb = sum(p.stat().st_size for p in (work / "inductor").rglob("*") if p.is_file()) / 1e6
+        cold_info = f"{files:,} files / {mb:.0f} MB (the H200 Inductor cache, copied)"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(report(snaps, warm, cold, cold_info))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"snapshot": snap, "cache": cache}, indent=2) + "\n")
+        doc = {"snapshot": snaps, "warm": warm, "cold": cold, "cold_cache": cold_info}
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ HEADERS = {
 }
 
 
-def build(dest: Path, fixtures: Path) -> Path:
+def build(dest: Path, fixtures: Path, total: int = 0) -> Path:
+    """``total``: pad the H200 set with small synthetic distributions up to this many."""
     from uv import find_uv_bin
 
     subprocess.run(
@@ -47,6 +48,9 @@ def build(dest: Path, fixtures: Path) -> Path:
     installed = json.loads((fixtures / "installed.json").read_text())["installed"]
     for dist in installed:
         _write_dist(site, dist)
+    for i in range(total - len(installed)):
+        requires = [f"synthetic-{i // 2:05d}>=1"] if i % 2 else []
+        _write_dist(site, {"name": f"synthetic-{i:05d}", "version": "1.0", "requires_dist": requires})
     (site / "torch").mkdir(exist_ok=True)
     (site / "torch" / "version.py").write_bytes((fixtures / "torch_version.py").read_bytes())
     for name, (rel, text) in HEADERS.items():
@@ -77,8 +81,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dest", type=Path)
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
+    parser.add_argument("--total", type=int, default=0, help="pad to this many distributions")
     args = parser.parse_args()
-    print(build(args.dest, args.fixtures))
+    print(build(args.dest, args.fixtures, args.total))
 
 
 if __name__ == "__main__":

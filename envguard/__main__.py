@@ -1,8 +1,8 @@
 """Entry point for ``envguard`` and ``python -m envguard``.
 
 ``--version`` is answered before click and the core are imported, and the plain forms of
-``snapshot`` run without click (:mod:`envguard._fastpath`): they are what scripts, shells and
-CI call most often, and they should cost little more than the interpreter's start.
+``snapshot`` and ``diff`` run without click (:mod:`envguard._fastpath`): they are what scripts,
+shells and CI call most often, and they should cost little more than reading the venv.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ def main() -> None:
         return
     from envguard import _fastpath
 
-    kw = _fastpath.parse(argv)
-    if kw is not None:
-        _fastpath.snapshot(kw)
+    parsed = _fastpath.parse(argv)
+    if parsed is not None:
+        _fastpath.run(*parsed)
     from envguard.cli import main as cli_main
 
     cli_main()

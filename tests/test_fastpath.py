@@ -1,6 +1,6 @@
-"""``envguard snapshot`` without click (:mod:`envguard._fastpath`) against the same command
-parsed by click: the same keywords, the same output, lockfile and exit code, or a hand-over to
-click. And what the hot path must not import, which is where its speed comes from."""
+"""``envguard snapshot`` and ``diff`` without click (:mod:`envguard._fastpath`) against the same
+commands parsed by click: the same keywords, the same output, files and exit code, or a hand-over
+to click. And what the hot path must not import, which is where its speed comes from."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from tests.conftest import make_venv
 _TOKENS = [
     "--venv", "--repo", "--cache-dir", "-o", "--output", "--name", "--no-default-caches",
     "--save-cache", "--json", "-q", "--quiet", "-qq", "-v", "--color", "-h", "--help",
-    "--venv=v", "--json=1", "--nope", "-x", "extra",
+    "--venv=v", "--json=1", "--nope", "-x", "extra", "--fail-on", "--fail-on=any", "critical",
+    "--only", "--ignore", "--expand", "--show-patch", "--", "-",
 ]  # fmt: skip
 _VALUES = st.one_of(
     st.sampled_from(["v", "a b", "-x", "", "--venv", "p=q", "%h.toml", "-", "é"]),
@@ -33,34 +34,45 @@ _VALUES = st.one_of(
 
 
 def _click_params(argv: list[str]) -> dict[str, Any] | None:
-    """What click makes of ``envguard ARGV``'s snapshot options, or None if it refuses."""
+    """What click makes of ``envguard ARGV``'s options, or None if it refuses."""
     try:
-        ctx = cli.commands["snapshot"].make_context("snapshot", argv[1:])
+        ctx = cli.commands[argv[0]].make_context(argv[0], argv[1:])
     except (click.ClickException, click.exceptions.Exit):
         return None
     return dict(ctx.params)
 
 
-@given(st.lists(st.one_of(st.sampled_from(_TOKENS), _VALUES), max_size=8))
-def test_the_hot_path_parses_as_click_does_or_hands_over(tokens: list[str]) -> None:
-    argv = ["snapshot", *tokens]
-    fast = _fastpath.parse(argv)
-    if fast is None:
+@given(
+    st.sampled_from(["snapshot", "diff"]),
+    st.lists(st.one_of(st.sampled_from(_TOKENS), _VALUES), max_size=8),
+)
+def test_the_hot_path_parses_as_click_does_or_hands_over(command: str, tokens: list[str]) -> None:
+    argv = [command, *tokens]
+    parsed = _fastpath.parse(argv)
+    if parsed is None:
         return  # click parses it, and says what is wrong with it
+    assert parsed[0] == command
+    fast = parsed[1]
     slow = _click_params(argv)
     assert slow is not None, f"the hot path accepted what click refuses: {argv}"
     assert slow.pop("verbose") == 0 and slow.pop("color") is None
     assert slow == {key: fast.get(key, default) for key, default in slow.items()}, argv
 
 
-def test_only_snapshot_takes_the_hot_path() -> None:
-    assert _fastpath.parse(["diff", "--json"]) is None
+def test_what_takes_the_hot_path() -> None:
+    assert _fastpath.parse(["restore", "--json"]) is None
     assert _fastpath.parse([]) is None
     assert _fastpath.parse(["snapshot", "--help"]) is None
     assert _fastpath.parse(["snapshot", "-o"]) is None  # click says the value is missing
-    assert _fastpath.parse(["snapshot", "--venv", "v", "-q", "-q"]) == {
-        "venv": Path("v"), "quiet": 2, "cache_dirs": (),
-    }  # fmt: skip
+    assert _fastpath.parse(["snapshot", "lock.toml"]) is None  # snapshot takes no argument
+    assert _fastpath.parse(["diff", "a", "b", "c"]) is None  # cli.py says: at most two
+    assert _fastpath.parse(["diff", "--fail-on", "severe"]) is None  # not a choice
+    assert _fastpath.parse(["snapshot", "--venv", "v", "-q", "-q"]) == (
+        "snapshot", {"venv": Path("v"), "quiet": 2, "cache_dirs": ()},
+    )  # fmt: skip
+    assert _fastpath.parse(["diff", "a", "--fail-on=any", "b"]) == (
+        "diff", {"fail_on": "any", "quiet": 0, "locks": (Path("a"), Path("b"))},
+    )  # fmt: skip
 
 
 def _envguard(entry: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -112,10 +124,19 @@ def test_the_hot_path_prints_writes_and_exits_as_click_does(
     args = ["snapshot", "--venv", str(small_venv), "--no-default-caches", "-o", str(out)]
     args += [a.replace("{tmp}", str(tmp_path)) for a in extra]
     assert _fastpath.parse(args) is not None
+    error = "missing" in " ".join(extra)
+    written = _assert_same_runs(args, tmp_path, error, "--json" in extra)[3]
+    assert bool(written) is not error  # a lockfile, or none at all
+
+
+def _assert_same_runs(
+    args: list[str], tmp_path: Path, error: bool, as_json: bool
+) -> tuple[int, str, str, dict[str, str]]:
     runs = {}
+    before = set(tmp_path.rglob("*.toml"))
     for entry in ("hot", "click"):
         done = _envguard(entry, args, tmp_path)
-        written = [p for p in tmp_path.rglob("*.toml")]
+        written = [p for p in tmp_path.rglob("*.toml") if p not in before]
         runs[entry] = (
             done.returncode,
             _same(done.stdout),
@@ -125,13 +146,55 @@ def test_the_hot_path_prints_writes_and_exits_as_click_does(
         for p in written:
             p.unlink()
     assert runs["hot"] == runs["click"]
-    code, stdout, stderr, files = runs["hot"]
-    if "missing" in " ".join(extra):
-        assert code == 2 and stderr.startswith("error: ") and not files
-        if "--json" in extra:
+    code, stdout, stderr, _ = runs["hot"]
+    if error:
+        assert code == 2 and stderr.startswith("error: ")
+        if as_json:
             assert json.loads(stdout)["error"]
     else:
-        assert code == 0 and files and stderr == ""
+        assert code in (0, 1) and stderr == "" and stdout
+    return runs["hot"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["-q"],
+        ["--json"],
+        ["--fail-on", "any"],
+        ["--only=python,packages", "--expand"],
+        ["--ignore", "packages", "-q"],
+        ["{tmp}/b.envguard.toml"],
+        ["{tmp}/missing.envguard.toml"],
+        ["--json", "{tmp}/missing.envguard.toml"],
+    ],
+    ids=["human", "quiet", "json", "fail-on", "only", "ignore", "two-locks", "error", "error-json"],
+)
+def test_the_hot_diff_prints_and_exits_as_click_does(
+    extra: list[str], small_venv: Path, tmp_path: Path
+) -> None:
+    a, b = tmp_path / "a.envguard.toml", tmp_path / "b.envguard.toml"
+    snap = ["snapshot", "--venv", str(small_venv), "--no-default-caches", "-q"]
+    assert _envguard("hot", [*snap, "-o", str(a)], tmp_path).returncode == 0
+    extra_pkg = next(small_venv.glob("lib/python*/site-packages")) / "late-2.0.dist-info"
+    extra_pkg.mkdir()
+    (extra_pkg / "METADATA").write_text("Metadata-Version: 2.1\nName: late\nVersion: 2.0\n")
+    try:
+        assert _envguard("hot", [*snap, "-o", str(b)], tmp_path).returncode == 0
+        args = ["diff", str(a), "--venv", str(small_venv)]
+        args += [x.replace("{tmp}", str(tmp_path)) for x in extra]
+        if any(x.endswith(".toml") for x in extra):
+            args.remove("--venv")
+            args.remove(str(small_venv))
+        assert _fastpath.parse(args) is not None
+        code = _assert_same_runs(args, tmp_path, "missing" in " ".join(extra), "--json" in extra)[0]
+        if "missing" not in " ".join(extra):
+            assert code == (0 if "--ignore" in extra else 1)  # `late` was added since a
+    finally:
+        for p in extra_pkg.iterdir():
+            p.unlink()
+        extra_pkg.rmdir()
 
 
 def test_the_hot_path_leaves_click_and_the_engines_unimported(
