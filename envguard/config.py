@@ -56,6 +56,14 @@ class Config:
     ignore_paths: tuple[str, ...] = ()
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # judging nothing would print "No drift" for any environment at all
+        if self.only and not set(self.only) - set(self.ignore):
+            raise ConfigError(
+                f"nothing left to judge: every area in only ({', '.join(self.only)}) is "
+                f"also ignored"
+            )
+
     def judged(self, report: DriftReport) -> DriftReport:
         """The project's policy, the one place it is applied (diff, fleet, guard): the areas
         judged, the variables and code paths left out."""

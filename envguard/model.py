@@ -28,15 +28,12 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type,unused-ignore]
-            value = _encode(getattr(self, f.name))
+        for name, has_default in _layout(type(self)):
+            value = _encode(getattr(self, name))
             # TOML has no null, and an empty table or list with a default says nothing.
-            has_default = f.default is not dataclasses.MISSING or (
-                f.default_factory is not dataclasses.MISSING
-            )
             if value is None or (has_default and value in ([], {})):
                 continue
-            out[f.name] = value
+            out[name] = value
         return out
 
     @classmethod
@@ -45,6 +42,25 @@ class Record:
 
     def validate(self, path: str) -> None:
         """Checks beyond types; subclasses override and raise LockfileError."""
+
+
+_LAYOUTS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _layout(cls: type) -> tuple[tuple[str, bool], ...]:
+    """Per class, once: each field's name and whether it has a default (a lockfile writes
+    hundreds of records of a handful of classes)."""
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = tuple(
+            (
+                f.name,
+                f.default is not dataclasses.MISSING
+                or f.default_factory is not dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(cls)
+        )
+    return layout
 
 
 def _encode(value: Any) -> Any:

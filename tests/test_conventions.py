@@ -145,6 +145,17 @@ def test_only_and_ignore_filter_diff_and_guard_alike(project: Project) -> None:
         envguard.guard(project.lock, venv=project.venv, ignore=["caches"], fail_on="critical")
 
 
+def test_only_and_ignore_that_leave_nothing_are_an_error_not_a_pass(project: Project) -> None:
+    """Judging no area at all would say "No drift" whatever changed."""
+    project.snapshot()
+    _drift(project)
+    code, out, err = invoke("diff", "--only", "torch,cuda", "--ignore", "cuda,torch")
+    assert (code, out) == (2, "")
+    assert err == "error: nothing left to judge: every area in only (torch, cuda) is also ignored\n"
+    with pytest.raises(envguard.EnvguardError, match="nothing left to judge"):
+        envguard.guard(project.lock, venv=project.venv, only=["caches"], ignore=["caches"])
+
+
 def test_only_code_passes_when_the_drift_is_elsewhere(project: Project) -> None:
     project.snapshot()
     shutil.rmtree(project.cache)

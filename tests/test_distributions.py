@@ -96,8 +96,8 @@ def test_header_parser_skips_continuations_and_body(tmp_path: Path) -> None:
     )
     headers, problem = distributions._headers(meta)
     assert problem is None
-    assert headers.get("Name") == "Foo.Bar" and headers.get("version") == "1.0"
-    assert headers.get_all("Requires-Dist", []) == ["numpy>=2", "rich ; extra == 'ui'"]
+    assert headers.name == "Foo.Bar" and headers.version == "1.0"
+    assert headers.requires == ["numpy>=2", "rich ; extra == 'ui'"]
 
 
 def test_torch_family_key_libraries_carry_the_real_build(tmp_path: Path) -> None:
@@ -140,8 +140,8 @@ def test_header_parser_round_trip(
         *(f"Requires-Dist: {r}" for r in reqs),
     ]
     headers = distributions._Headers("\n".join(lines).encode())
-    assert (headers.get("Name"), headers.get("Version")) == (name, version)
-    assert headers.get_all("Requires-Dist", []) == reqs
+    assert (headers.name, headers.version) == (name, version)
+    assert headers.requires == reqs
 
 
 def test_a_plain_prefix_and_a_conda_env(tmp_path: Path) -> None:

@@ -95,43 +95,40 @@ def _egg_link_target(link: Path) -> Path | None:
 
 
 def _read(meta_dir: str, mtime: float) -> Distribution:
-    base = os.path.basename(meta_dir)
+    base = meta_dir.rpartition("/")[2]
     is_dist_info = base.endswith(".dist-info")
     try:
         # One listdir instead of a failed open or stat per optional file: 200 dists add up.
         present = set(os.listdir(meta_dir))
-        meta_file = os.path.join(meta_dir, "METADATA" if is_dist_info else "PKG-INFO")
+        meta_file = f"{meta_dir}/METADATA" if is_dist_info else f"{meta_dir}/PKG-INFO"
     except NotADirectoryError:  # an old-style *.egg-info file that is itself PKG-INFO
         present, meta_file = set(), meta_dir
     except OSError:
-        present, meta_file = set(), os.path.join(meta_dir, "METADATA")
+        present, meta_file = set(), f"{meta_dir}/METADATA"
     stem_name, _, stem_version = base.rsplit(".", 1)[0].partition("-")
     headers, problem = _headers(meta_file)
-    name = headers.get("Name") or stem_name
-    version = headers.get("Version") or stem_version.split("-")[0] or "0"
     direct_url, editable = (
         _direct_url(Path(meta_dir, "direct_url.json"))
         if "direct_url.json" in present
         else (None, False)
     )
     return Distribution(
-        name=catalog.canonical(name),
-        version=version,
-        installer=_first_line(os.path.join(meta_dir, "INSTALLER"))
-        if "INSTALLER" in present
-        else "",
+        name=catalog.canonical(headers.name or stem_name),
+        version=headers.version or stem_version.split("-")[0] or "0",
+        installer=_first_line(f"{meta_dir}/INSTALLER") if "INSTALLER" in present else "",
         requested="REQUESTED" in present,
         editable=editable,
         format="dist-info" if is_dist_info else "egg-info",
         installed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(mtime))) if mtime else "",
         direct_url=direct_url,
-        requires=tuple(r for r in headers.get_all("Requires-Dist", []) if "extra" not in r),
+        requires=tuple(r for r in headers.requires if "extra" not in r),
         problem=problem,
     )
 
 
 class _Headers:
-    """The core-metadata headers envguard needs (Name, Version, Requires-Dist).
+    """The core-metadata headers envguard needs: the first Name and Version, every
+    Requires-Dist.
 
     Header lines are ``Key: value``; indented lines continue the previous header, and only
     License and Description use them, so they are skipped (the pattern anchors the key at the
@@ -142,18 +139,17 @@ class _Headers:
     _WANTED = re.compile(rb"^(name|version|requires-dist)[ \t\r\f\v]*:(.*)$", re.I | re.M)
 
     def __init__(self, raw: bytes) -> None:
-        self._items = [
-            (key.lower().decode(), value.strip().decode("utf-8", "replace"))
-            for key, value in self._WANTED.findall(raw)
-        ]
-
-    def get(self, key: str) -> str | None:
-        key = key.lower()
-        return next((v for k, v in self._items if k == key), None)
-
-    def get_all(self, key: str, default: list[str]) -> list[str]:
-        key = key.lower()
-        return [v for k, v in self._items if k == key] or default
+        self.name = self.version = ""
+        self.requires: list[str] = []
+        for key, value in self._WANTED.findall(raw):
+            text = value.strip().decode("utf-8", "replace")
+            kind = key.lower()
+            if kind == b"requires-dist":
+                self.requires.append(text)
+            elif kind == b"name":
+                self.name = self.name or text
+            else:
+                self.version = self.version or text
 
 
 def _headers(path: str) -> tuple[_Headers, str | None]:
@@ -168,13 +164,16 @@ def _headers(path: str) -> tuple[_Headers, str | None]:
         return _Headers(b""), (
             f"{os.path.basename(path)} unreadable ({exc.strerror}); version from folder name"
         )
-    head = raw.replace(b"\r\n", b"\n").split(b"\n\n", 1)[0]
-    parsed = _Headers(head)
-    if not parsed.get("Name") or not parsed.get("Version"):
+    blank = _BLANK_LINE.search(raw)  # \n\n, or \r\n\r\n in a file written on Windows
+    parsed = _Headers(raw[: blank.start()] if blank else raw)
+    if not parsed.name or not parsed.version:
         return parsed, (
             f"{os.path.basename(path)} has no Name/Version header; taken from the folder name"
         )
     return parsed, None
+
+
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
 
 
 # os.read rather than open(): a buffered file object costs more than the read itself on the
@@ -183,7 +182,7 @@ def _read_head(path: str) -> bytes:
     fd = os.open(path, os.O_RDONLY)
     try:
         raw = os.read(fd, _HEADER_CHUNK)
-        while b"\n\n" not in raw and len(raw) % _HEADER_CHUNK == 0:
+        while not _BLANK_LINE.search(raw) and len(raw) % _HEADER_CHUNK == 0:
             more = os.read(fd, _HEADER_CHUNK)
             if not more:
                 break
