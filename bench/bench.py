@@ -47,7 +47,9 @@ caches.probe("inductor", Path(sys.argv[1]))
 """
 
 
-def _once(argv: list[str], ok: tuple[int, ...], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+def _once(
+    argv: list[str], ok: tuple[int, ...], env: dict[str, str], cwd: Path
+) -> tuple[float, float]:
     start = time.perf_counter()
     proc = subprocess.Popen(
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd
@@ -108,11 +110,15 @@ def envguard_install(work: Path, given: str | None) -> Path:
 
 
 def snapshot_bench(work: Path, envguard: Path, size: int, runs: int, fixtures: Path) -> Table:
+    venv = build(work / f"venv-{size}", fixtures, total=size)
+    return venv_bench(work, envguard, venv, runs, with_version=size == 197)
+
+
+def venv_bench(work: Path, envguard: Path, venv: Path, runs: int, with_version: bool) -> Table:
     from uv import find_uv_bin
 
-    venv = build(work / f"venv-{size}", fixtures, total=size)
     site = next(venv.glob("lib/python*/site-packages"))
-    lock = work / f"bench-{size}.envguard.toml"
+    lock = work / f"bench-{venv.name}.envguard.toml"
     snap = [str(envguard), "snapshot", "--venv", str(venv), "--no-default-caches", "-o", str(lock)]
     commands = {
         "envguard snapshot -q": [*snap, "-q"],
@@ -121,7 +127,7 @@ def snapshot_bench(work: Path, envguard: Path, size: int, runs: int, fixtures: P
         "uv pip freeze": [find_uv_bin(), "pip", "freeze", "--python", str(venv / "bin" / "python")],
         "pip freeze": [sys.executable, "-m", "pip", "freeze", "--path", str(site)],
     }
-    if size == 197:
+    if with_version:
         commands["envguard --version"] = [str(envguard), "--version"]
     subprocess.run(snap, check=True, capture_output=True, cwd=work)  # the lock diff compares with
     return interleaved(commands, runs, work)
@@ -188,10 +194,10 @@ def _table(title: str, table: Table, peer: str, other: str | None = None) -> lis
     return [*lines, ""]
 
 
-def report(snaps: dict[int, Table], warm: dict[int, Table], cold: Table, cold_info: str) -> str:
+def report(snaps: dict[str, Table], warm: dict[int, Table], cold: Table, cold_info: str) -> str:
     lines: list[str] = []
-    for size, table in snaps.items():
-        lines += _table(f"{size:,} distributions", table, "uv pip freeze", "pip freeze")
+    for title, table in snaps.items():
+        lines += _table(title, table, "uv pip freeze", "pip freeze")
         delta = table["envguard diff -q"]["median_ms"] - table["envguard snapshot -q"]["median_ms"]
         lines += [f"`diff -q` − `snapshot -q`: {delta:+.0f} ms", ""]
     for files, table in warm.items():
@@ -207,6 +213,7 @@ def main() -> None:
     parser.add_argument("--files", default="30000,100000")
     parser.add_argument("--cache-copies", type=int, default=32)
     parser.add_argument("--envguard", help="an installed envguard console script to time")
+    parser.add_argument("--venv", type=Path, help="also time this existing venv (yours)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
     args = parser.parse_args()
@@ -216,10 +223,18 @@ def main() -> None:
         envguard = envguard_install(work, args.envguard)
         python = envguard.parent / "python"
         snaps = {
-            int(n): snapshot_bench(work, envguard, int(n), args.runs, args.fixtures)
+            f"{int(n):,} distributions": snapshot_bench(
+                work, envguard, int(n), args.runs, args.fixtures
+            )
             for n in args.sizes.split(",")
+            if n
         }
-        warm = {int(n): warm_bench(work, python, int(n), args.runs) for n in args.files.split(",")}
+        if args.venv:
+            table = venv_bench(work, envguard, args.venv.absolute(), args.runs, False)
+            snaps[f"{args.venv} (real)"] = table
+        warm = {
+            int(n): warm_bench(work, python, int(n), args.runs) for n in args.files.split(",") if n
+        }
         cold = cold_bench(work, python, args.cache_copies, args.runs, args.fixtures)
         files = sum(1 for p in (work / "inductor").rglob("*") if p.is_file())
         mb = sum(p.stat().st_size for p in (work / "inductor").rglob("*") if p.is_file()) / 1e6

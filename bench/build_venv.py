@@ -50,7 +50,9 @@ def build(dest: Path, fixtures: Path, total: int = 0) -> Path:
         _write_dist(site, dist)
     for i in range(total - len(installed)):
         requires = [f"synthetic-{i // 2:05d}>=1"] if i % 2 else []
-        _write_dist(site, {"name": f"synthetic-{i:05d}", "version": "1.0", "requires_dist": requires})
+        _write_dist(
+            site, {"name": f"synthetic-{i:05d}", "version": "1.0", "requires_dist": requires}
+        )
     (site / "torch").mkdir(exist_ok=True)
     (site / "torch" / "version.py").write_bytes((fixtures / "torch_version.py").read_bytes())
     for name, (rel, text) in HEADERS.items():
