@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
+from envguard import _toml
 from envguard._fs import atomic_write
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
@@ -67,9 +66,10 @@ def find_for_venv(name: str, venv_path: str, folder: Path = DEFAULT_DIR) -> Path
 
 def dumps(snapshot: Snapshot) -> bytes:
     doc: dict[str, Any] = {"schema": SCHEMA, **snapshot.to_dict()}
-    # Multi-line strings keep patches readable, but tomli-w writes a "\r\n" in them raw and
+    # tomli-w's layout (envguard._toml renders it faster, byte for byte). Multi-line strings
+    # keep patches readable, but tomli-w writes a "\r\n" in them raw and
     # TOML readers turn it into "\n": any carriage return forces escaped one-line strings.
-    return tomli_w.dumps(doc, multiline_strings=not _has_cr(doc)).encode("utf-8")
+    return _toml.dumps(doc, multiline_strings=not _has_cr(doc)).encode("utf-8")
 
 
 def _has_cr(value: Any) -> bool:
