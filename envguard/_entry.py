@@ -59,10 +59,12 @@ def config(**flags: Any) -> Config:
 
 def emit(result: Result, **view: Any) -> None:
     """Print the result as asked, and exit with its code."""
-    from envguard.output.json import Json
+    if UI.as_json:
+        from envguard.output.json import Json
 
-    fmt = Json() if UI.as_json else UI.human(**view)
-    sys.stdout.write(fmt.format(result))
+        sys.stdout.write(Json().format(result))
+    else:
+        sys.stdout.write(UI.human(**view).format(result))
     sys.stdout.flush()
     sys.exit(result.exit_code)
 
