@@ -18,7 +18,7 @@ import stat
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from io import BufferedReader
 from pathlib import Path
 
@@ -97,13 +97,11 @@ def probe(
     digests: list[tuple[str, int, str]] = []
     facts: dict[str, set[str]] = {k: set() for k in _FACT_KEYS}
     unreadable = unreadable_dirs
-    for i, entry in enumerate(entries):
-        cached = store.get(entry)
+    for i, (entry, cached, read) in enumerate(_hashed(path, entries, store)):
         if cached is None:
-            cached = _hash(path, entry)
-            if cached is None:
-                unreadable += 1
-                continue
+            unreadable += 1
+            continue
+        if read:
             store.put(entry, cached)
         digests.append((entry[0], entry[1], cached[0]))
         if cached[1]:
@@ -127,6 +125,34 @@ def probe(
     store.save(cache if not unreadable and len(store.fresh) == len(entries) else None, listing)
     warnings = (f"{kind} cache {path}: {unreadable} unreadable, left out of the fingerprint",)
     return cache, warnings if unreadable else ()
+
+
+def _hashed(
+    root: Path, entries: list[_Entry], store: _StatCache
+) -> Iterator[tuple[_Entry, tuple[str, str] | None, bool]]:
+    """Each entry, in order, with its (sha256, facts) or None if unreadable, and whether it
+    was read now: the stat cache's answer, else the file's. Files are read on threads (hashlib
+    lets go of the GIL), so a cold pass hashes on every core it may use."""
+    known = [store.get(e) for e in entries]
+    todo = [e for e, k in zip(entries, known, strict=True) if k is None]
+    workers = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    if len(todo) < 4 or workers < 2:
+        read: Iterator[tuple[str, str] | None] = (_hash(root, e) for e in todo)
+        yield from _merged(entries, known, read)
+        return
+    from concurrent.futures import ThreadPoolExecutor  # only a cold pass pays its import
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        yield from _merged(entries, known, pool.map(lambda e: _hash(root, e), todo))
+
+
+def _merged(
+    entries: list[_Entry],
+    known: list[tuple[str, str] | None],
+    read: Iterator[tuple[str, str] | None],
+) -> Iterator[tuple[_Entry, tuple[str, str] | None, bool]]:
+    for entry, cached in zip(entries, known, strict=True):
+        yield (entry, cached, False) if cached is not None else (entry, next(read), True)
 
 
 def _add_facts(facts: dict[str, set[str]], encoded: str) -> None:
