@@ -44,6 +44,8 @@ _KEYS = {
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
+    """The project's settings, resolved: file, ``ENVGUARD_*`` variables, flags."""
+
     root: Path  # the project's root
     source: str = ""  # the file the settings came from, for messages ("" when none)
     venv: Path | None = None

@@ -178,6 +178,8 @@ def _shown(value: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class PythonInfo(Record):
+    """The venv's interpreter: version, implementation and ABI, and where its packages live."""
+
     version: str
     implementation: str
     abi: str
@@ -197,6 +199,8 @@ _PROMPT = re.compile(r"^[^\x00-\x1f\x7f\"'`$\\]{1,100}$")
 
 @dataclass(frozen=True, kw_only=True)
 class VenvInfo(Record):
+    """The venv itself: where it is, what kind, what made it, and whether it can start."""
+
     path: str
     kind: str  # "venv" (pyvenv.cfg), "conda" (conda-meta/) or "prefix" (a plain install)
     creator: str | None = None  # "uv 0.11.15", "venv", "virtualenv 20.26.0"
@@ -216,6 +220,8 @@ class VenvInfo(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Distribution(Record):
+    """One installed distribution as its metadata folder describes it."""
+
     name: str  # canonical (PEP 503)
     version: str
     installer: str = ""
@@ -264,6 +270,8 @@ class PackageBuild(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class CudaLibrary(Record):
+    """One CUDA library torch loads (runtime, cuDNN, NCCL): its version and origin."""
+
     name: str  # "cudart", "cudnn", "nccl"
     version: str
     source: str  # where it was read: a header path relative to site-packages, or a system path
@@ -283,6 +291,8 @@ class CudaStack(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class GpuInfo(Record):
+    """One GPU as the driver reports it."""
+
     index: int
     name: str
     uuid: str = ""
@@ -292,6 +302,8 @@ class GpuInfo(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class GpuState(Record):
+    """The driver and its GPUs, and which source answered."""
+
     driver: str | None = None
     source: str = "none"  # "nvml", "nvidia-smi" or "none"
     gpus: tuple[GpuInfo, ...] = ()
@@ -314,6 +326,8 @@ class CacheCompat(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class CompileCache(Record):
+    """A compile cache: its files, content fingerprint, and what its entries were built for."""
+
     kind: str  # "inductor", "triton" or "custom"
     path: str
     exists: bool
@@ -328,6 +342,8 @@ class CompileCache(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class ChangedFile(Record):
+    """A tracked file changed since HEAD: its line counts, hashes and git blob ids."""
+
     path: str
     added: int  # -1 for a binary file
     removed: int
@@ -359,6 +375,8 @@ class HeadMove(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class UntrackedFile(Record):
+    """A file git does not track, by size and blob id."""
+
     path: str
     size: int
     content: str | None = None  # small text files only, secrets redacted
@@ -367,6 +385,8 @@ class UntrackedFile(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class CodeState(Record):
+    """The training code's repository: HEAD, branch, remote and the uncommitted patch."""
+
     root: str
     head: str  # "" in a repository without commits
     branch: str | None = None  # None when detached
@@ -486,6 +506,8 @@ def section_facts(section: bytes) -> tuple[str, str, str]:
 
 @dataclass(frozen=True, kw_only=True)
 class HostInfo(Record):
+    """The machine: hostname, OS, kernel, CPU and memory."""
+
     hostname: str
     os: str
     kernel: str
@@ -498,6 +520,8 @@ class HostInfo(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Snapshot(Record):
+    """Everything one snapshot records: what a lockfile holds."""
+
     name: str
     taken_at: str
     envguard_version: str

@@ -14,6 +14,8 @@ AREAS = ("python", "torch", "cuda", "gpu", "code", "caches", "libraries", "packa
 
 @dataclass(frozen=True, kw_only=True)
 class Change(Record):
+    """One difference between two snapshots: severity, area, reason and cause."""
+
     severity: str
     area: str
     subject: str
@@ -34,6 +36,8 @@ class Change(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class DriftReport(Record):
+    """What changed between two snapshots, most severe first."""
+
     old: str  # "name (taken_at)" labels of the two sides
     new: str
     changes: tuple[Change, ...] = ()

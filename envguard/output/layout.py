@@ -27,6 +27,8 @@ ARROW = " → "
 
 @dataclass(frozen=True)
 class Painter:
+    """Colours text, or not, for one screen's width."""
+
     width: int
     color: bool
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class DiffDone(Result):
+    """What ``envguard diff`` found, judged by ``fail_on``."""
+
     kind: ClassVar[str] = "diff"
     report: DriftReport
     fail_on: str

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class SnapshotDone(Result):
+    """What ``envguard snapshot`` wrote."""
+
     kind: ClassVar[str] = "snapshot"
     lockfile: str
     snapshot: Snapshot
