@@ -44,15 +44,18 @@ class Cause:
     command: str = ""  # "uv pip install sglang", the journal's command in short
     record: int = 0  # its journal record's number
     detail: str = ""  # the journal's full line: command, user@host, time, exit code
+    planned: bool = False  # an install that has not happened (preflight's forecast)
 
     def short(self) -> str:
         """For a change's row: ``by `uv pip install sglang` (journal #3)``, or
-        ``installed with sglang 0.5.23 (sglang requires torch==2.11.0)``."""
+        ``installed with sglang 0.5.23 (sglang requires torch==2.11.0)``, or for a forecast
+        ``would come with sglang 0.5.23 (…)``."""
         if self.command:
             return f"by `{self.command}` (journal #{self.record})"
+        verb = "would come with" if self.planned else "installed with"
         if self.root and self.requirement:
-            return f"installed with {self.root} ({self.requirement})"
-        return f"installed with {self.root}" if self.root else self.requirement
+            return f"{verb} {self.root} ({self.requirement})"
+        return f"{verb} {self.root}" if self.root else self.requirement
 
     def member(self) -> str:
         """For a package listed under its install group, whose root is said already."""
@@ -67,9 +70,10 @@ def causes(
     new: Snapshot,
     entries: Sequence[JournalEntry] = (),
     groups: Sequence[grouping.InstallGroup] | None = None,
+    planned: bool = False,
 ) -> dict[str, Cause]:
     """Each added or changed package's cause; ``groups``: the install groups, when the
-    caller has them already."""
+    caller has them already; ``planned``: ``new`` is a forecast, not what happened."""
     a = {d.name: d for d in old.packages}
     b = {d.name: d for d in new.packages}
     added = [d for n, d in b.items() if n not in a]
@@ -89,7 +93,7 @@ def causes(
             why = forced_by(dist.name, old_version, requirers.get(dist.name, ()))
             of_root = root if group.root and group.root.name != dist.name else ""
             if of_root or why:
-                out[dist.name] = Cause(root=of_root, requirement=why)
+                out[dist.name] = Cause(root=of_root, requirement=why, planned=planned)
     return out
 
 

@@ -230,7 +230,7 @@ def _parse_pip(text: str) -> list[Planned]:
 
 def forecast(before: Snapshot, planned: Sequence[Planned]) -> Forecast:
     after = predict(before, planned)
-    report = drift.compare(before, after)
+    report = drift.compare(before, after, planned=True)
     return Forecast(
         report=dataclasses.replace(report, new="after this install"),
         reasons=tuple(_reasons(before, after, planned)),

@@ -89,8 +89,10 @@ def test_diff_of_two_lockfiles_json_envelope(tmp_path: Path, venv: Path, repo: P
     change = next(c for c in doc["result"]["changes"] if c["subject"] == "train.py")
     assert set(change) >= {"severity", "area", "subject", "old", "new", "why"}
     assert change["severity"] == "critical" and "print('patched')" in change["patch"]
-    shown = envguard("diff", str(a), str(b), "--show-patch")
+    assert (doc["result"]["lockfile"], doc["result"]["other_lockfile"]) == (str(a), str(b))
+    shown = envguard("diff", str(a), str(b), "--show-patch", cwd=tmp_path)
     assert "+print('patched')" in shown.stdout
+    assert "b.toml against a.toml" in shown.stdout  # which file is which, on the screen too
 
 
 @pytest.mark.parametrize(

@@ -433,8 +433,9 @@ def test_preflight_with_uv_invents_nothing(project: Project) -> None:
         "another release, CUDA build 12.8 → 13.0: compiled kernels in the Inductor cache "
         "will not be reused"
     )
-    # uv's plan carries no requirements: the install group is known, a "because" is not
-    assert torch["cause"] == "installed with needs-new-torch 1.0"
+    # uv's plan carries no requirements: the install group is known, a "because" is not;
+    # and the install has not happened: the cause is a forecast too
+    assert torch["cause"] == "would come with needs-new-torch 1.0"
     assert doc["result"]["reasons"] == [
         "would replace torch 2.11.0+cu128 with 2.14.1+cu130 (CUDA 12.8 → 13.0)"
     ]

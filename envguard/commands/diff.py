@@ -26,7 +26,12 @@ def run(
         old = lockfile.read(locks[0])
         new = snapshot.stored_against(old, lockfile.read(locks[1]))
         report = _compared(old, new, locks[0])
-        return DiffDone(report=apply(report, cfg), fail_on=cfg.fail_on, lock=str(locks[0]))
+        return DiffDone(
+            report=apply(report, cfg),
+            fail_on=cfg.fail_on,
+            lock=str(locks[0].absolute()),
+            other=str(locks[1].absolute()),
+        )
     path, old, venv_path = targets.lock_for(locks[0] if locks else None, venv, cfg)
     live = snapshot.live_for(old, venv_path, repo=repo, lock_path=path, progress=progress)
     return DiffDone(

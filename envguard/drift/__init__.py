@@ -20,9 +20,14 @@ __all__ = ["AREAS", "FAIL_ON", "SEVERITIES", "Change", "DriftReport", "compare"]
 
 
 def compare(
-    old: Snapshot, new: Snapshot, journal: Sequence[attribution.JournalEntry] = ()
+    old: Snapshot,
+    new: Snapshot,
+    journal: Sequence[attribution.JournalEntry] = (),
+    *,
+    planned: bool = False,
 ) -> DriftReport:
-    """``journal``: ``envguard run`` records, which win over inferred causes."""
+    """``journal``: ``envguard run`` records, which win over inferred causes; ``planned``:
+    ``new`` is a forecast of an install (preflight), and causes say so."""
     from envguard import attribution, catalog, checks
     from envguard.drift import caches, code, cuda, env, gpu, host, packages, python, torch
 
@@ -48,7 +53,7 @@ def compare(
         *found,
     ]
     changes.sort(key=lambda c: (SEVERITIES.index(c.severity), AREAS.index(c.area)))
-    causes = attribution.causes(old, new, journal, moved.groups)
+    causes = attribution.causes(old, new, journal, moved.groups, planned=planned)
     changes = [_attributed(c, causes, new) for c in changes]
     reported = {f.why for f in found}
     return DriftReport(

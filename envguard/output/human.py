@@ -59,8 +59,9 @@ class Human:
     def _diff(self, r: DiffDone) -> Iterator[str]:
         report = r.report
         yield from self._verdict(report, r.fail_on)
-        if self.verbosity >= 0 and r.venv:
-            for line in wrap(f"{_p(r.venv)} against {_p(r.lock)}", self.p.width, 2, first=""):
+        live = r.venv or r.other  # the venv, or the second lockfile, read against the first
+        if self.verbosity >= 0 and live:
+            for line in wrap(f"{_p(live)} against {_p(r.lock)}", self.p.width, 2, first=""):
                 yield self.p.paint(line, "dim")
         if self.verbosity < 0:
             return

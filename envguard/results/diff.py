@@ -20,6 +20,7 @@ class DiffDone(Result):
     fail_on: str
     lock: str
     venv: str = ""  # "" for two lockfiles
+    other: str = ""  # the second lockfile, compared with ``lock`` ("" against a venv)
 
     @property
     def exit_code(self) -> int:
@@ -30,5 +31,6 @@ class DiffDone(Result):
             **self.report.to_dict(),
             "lockfile": self.lock,
             "venv": self.venv,
+            "other_lockfile": self.other,
             "fail_on": self.fail_on,
         }
