@@ -48,6 +48,7 @@ class FleetReport(Record):
     nodes: tuple[Node, ...]  # outliers first
     groups: tuple[Group, ...]  # outliers first, smallest first
     problems: tuple[str, ...] = ()  # files that could not be used, by name
+    notes: tuple[str, ...] = ()  # what to know about usable files (a host named twice)
 
     def drifted(self) -> bool:
         return any(n.fails for n in self.nodes)
@@ -129,6 +130,7 @@ def compare(lock: Snapshot, paths: Sequence[Path], cfg: Config | None = None) ->
     want = facts(lock)
     nodes: list[Node] = []
     problems: list[str] = []
+    notes: list[str] = []
     seen: dict[str, str] = {}
     for path, loaded in zip(paths, _load_all(paths, lock, cfg), strict=True):
         if isinstance(loaded, str):
@@ -136,7 +138,8 @@ def compare(lock: Snapshot, paths: Sequence[Path], cfg: Config | None = None) ->
             continue
         host, have, areas, changes = loaded
         if host in seen:
-            problems.append(f"{path}: host {host} also in {seen[host]}; both are shown")
+            # two ranks of one node, or a node snapshotted twice: both files are usable
+            notes.append(f"{path}: host {host} also in {seen[host]}; both are shown")
         seen.setdefault(host, str(path))
         differs = tuple(
             f"{k}: {want[k]} (lock) → {have[k]}"
@@ -155,7 +158,11 @@ def compare(lock: Snapshot, paths: Sequence[Path], cfg: Config | None = None) ->
         )
     nodes.sort(key=lambda n: (not n.fails, not n.differs, n.host, n.file))
     return FleetReport(
-        lock=want, nodes=tuple(nodes), groups=_groups(want, nodes), problems=tuple(problems)
+        lock=want,
+        nodes=tuple(nodes),
+        groups=_groups(want, nodes),
+        problems=tuple(problems),
+        notes=tuple(notes),
     )
 
 

@@ -57,7 +57,24 @@ def test_cli_matrix_and_bad_files(tmp_path: Path) -> None:
     assert "broken.envguard.toml: not valid TOML" in done.stdout
     assert "schema 9" in done.stdout and "host gpu-01 also in" in done.stdout
     doc = json.loads(envguard("fleet", str(lock), str(nodes), "--json").stdout)
-    assert doc["kind"] == "fleet" and doc["exit_code"] == 1 and len(doc["result"]["problems"]) == 3
+    assert doc["kind"] == "fleet" and doc["exit_code"] == 1 and len(doc["result"]["problems"]) == 2
+    (note,) = doc["result"]["notes"]
+    assert "dup.envguard.toml" in note and "gpu-01.envguard.toml" in note
+    assert "host gpu-01 also in" in note
+
+
+def test_one_host_twice_is_a_note_not_an_unusable_file(tmp_path: Path) -> None:
+    """Two ranks of one node, or a node snapshotted twice: both files are usable, and a fleet
+    that matches the lock passes (exit 0, not 2)."""
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, base())
+    lockfile.write(tmp_path / "n" / "a.envguard.toml", _node("h0"))
+    lockfile.write(tmp_path / "n" / "b.envguard.toml", _node("h0"))
+    done = envguard("fleet", str(lock), str(tmp_path / "n"))
+    assert done.returncode == 0, done.stdout
+    assert "unusable" not in done.stdout
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note")]
+    assert len(notes) == 1 and "host h0 also in" in notes[0]
 
 
 def test_all_match(tmp_path: Path) -> None:

@@ -217,6 +217,10 @@ class Human:
             yield from wrap(
                 problem, self.p.width, INDENT, first=self.p.paint("unusable", "yellow") + "  "
             )
+        for note in report.notes:
+            yield from wrap(
+                note, self.p.width, INDENT, first=self.p.paint("note", "dim") + "      "
+            )
 
     # --- log, export, protect, backups --------------------------------------------------------
 
