@@ -66,9 +66,10 @@ def uv_install(venv: Path, wheelhouse: Path, *reqs: str) -> None:
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if done.returncode != 0:  # git's own words, not only its exit status
+        raise AssertionError(f"git {' '.join(args)} exited {done.returncode}: {done.stderr}")
+    return done.stdout
 
 
 @pytest.fixture
