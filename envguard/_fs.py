@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -13,7 +15,23 @@ def atomic_write(path: Path, data: bytes) -> None:
 
     The file keeps the mode it had (a venv's ``bin/activate``), else gets the one the user's
     umask gives new files (0644 usually): lockfiles are read by teammates and collectors.
+    A symlink keeps pointing where it did: the file it names is the one replaced. A device or
+    a pipe (``-o /dev/null``, ``-o /dev/stdout``) is written through, never replaced: a rename
+    over /dev/null, as root, would leave a regular file there for every program after.
     """
+    try:
+        st = path.stat()  # through symlinks
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:  # a file where a folder should be: the same error as writing
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        with path.open("wb") as fh:
+            fh.write(data)
+        return
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -268,3 +270,37 @@ def test_a_100_kb_package_name_is_refused_at_once(tmp_path: Path) -> None:
     with pytest.raises(LockfileError, match=r"packages\[0\]\.name: 'aaaa.*100000 characters"):
         lockfile.loads(tomli_w.dumps(doc).encode())
     assert time.perf_counter() - start < 2.0
+
+
+def test_a_pipe_or_device_is_written_through_never_replaced(tmp_path: Path) -> None:
+    """``-o /dev/null`` or ``-o /dev/stdout``: a rename over a device, as root, would leave a
+    regular file at /dev/null for every program after. A FIFO stands in for the device here."""
+    import threading
+
+    from envguard._fs import atomic_write
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    atomic_write(fifo, b"lock\n")
+    reader.join(timeout=10)
+    assert got == [b"lock\n"]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no temp file left
+
+
+def test_a_symlinked_lockfile_keeps_its_link(tmp_path: Path) -> None:
+    from envguard._fs import atomic_write
+
+    shared = tmp_path / "shared" / "train.envguard.toml"
+    shared.parent.mkdir()
+    shared.write_bytes(b"old\n")
+    link = tmp_path / "lockfiles" / "train.envguard.toml"
+    link.parent.mkdir()
+    link.symlink_to(shared)
+    atomic_write(link, b"new\n")
+    assert link.is_symlink() and shared.read_bytes() == b"new\n"
+    with pytest.raises(IsADirectoryError):
+        atomic_write(tmp_path / "shared", b"x")
