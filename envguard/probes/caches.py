@@ -175,10 +175,11 @@ def _walk(root: Path) -> tuple[list[_Entry], int]:
     unreadable = 0
     stack = [""]
     is_dir, is_reg = stat.S_ISDIR, stat.S_ISREG
+    base = str(root)  # str paths: pathlib per folder costs more than the scandir
     while stack:
         rel_dir = stack.pop()
         try:
-            with os.scandir(root / rel_dir if rel_dir else root) as it:
+            with os.scandir(f"{base}/{rel_dir}" if rel_dir else base) as it:
                 items = list(it)
         except OSError:
             unreadable += 1
@@ -203,15 +204,20 @@ def _walk(root: Path) -> tuple[list[_Entry], int]:
 
 def _hash(root: Path, entry: _Entry) -> tuple[str, str] | None:
     """(content sha256, what the entry says it was built for) or None if unreadable."""
+    rel, size = entry[0], entry[1]
     try:
-        rel, size = entry[0], entry[1]
-        with (root / rel).open("rb") as fh:
-            if rel.endswith(".json") and size <= _JSON_LIMIT:
-                data = fh.read()
-                return hashlib.sha256(data).hexdigest(), _kernel_facts(rel, data)
-            return _file_sha256(fh, graph=_is_graph(rel))
+        # a str path and one read of the whole file when it is small (most are): a 1 MB
+        # buffer zeroed per file and pathlib per name cost more than hashing them
+        with open(f"{root}/{rel}", "rb") as fh:  # noqa: PTH123
+            if size > _CHUNK:
+                return _file_sha256(fh, graph=_is_graph(rel))
+            data = fh.read()
     except OSError:
         return None
+    digest = hashlib.sha256(data).hexdigest()
+    if rel.endswith(".json") and len(data) <= _JSON_LIMIT:
+        return digest, _kernel_facts(rel, data)
+    return digest, _graph_facts(data[:_CHUNK]) if _is_graph(rel) else ""
 
 
 def _is_graph(rel: str) -> bool:
