@@ -79,7 +79,7 @@ def test_warm_fingerprint_reads_no_content(inductor_cache: Path, monkeypatch) ->
     warm, _ = caches.probe("inductor", inductor_cache)
     assert reads == [] and warm == cold
     # unchanged since: the last result stands, without even loading the per-file hashes
-    monkeypatch.setattr(caches._StatCache, "load", lambda root: pytest.fail("loaded"))
+    monkeypatch.setattr(caches._StatCache, "load", lambda root, started: pytest.fail("loaded"))
     again, _ = caches.probe("inductor", inductor_cache)
     assert again == cold
 
@@ -162,3 +162,55 @@ def test_skipped_names_match_the_rule(name: str) -> None:
 def test_skipped_names(name: str) -> None:
     assert caches.skipped(name)
     assert not caches.skipped("fxgraph")
+
+
+def test_freshness_is_judged_when_the_files_were_looked_at(tmp_path: Path, monkeypatch) -> None:
+    """A file written just before the probe stays untrusted even when its hash comes back
+    late (a slow file ahead of it, a busy machine): racy is judged against the walk's time."""
+    cache = tmp_path / "cache"
+    (cache / "fxgraph").mkdir(parents=True)
+    (cache / "fxgraph" / "z").write_bytes(b"AAAA")  # now: inside the racy window
+    real_time, real_walk = caches.time.time, caches._walk
+    walked: list[bool] = []
+
+    class Clock:  # 5 s later once the walk is done: a slow pass before the hashes come back
+        @staticmethod
+        def time() -> float:
+            return real_time() + (5.0 if walked else 0.0)
+
+    def walk(root: Path) -> tuple[list[caches._Entry], int]:
+        found = real_walk(root)
+        walked.append(True)
+        return found
+
+    monkeypatch.setattr(caches, "time", Clock)
+    monkeypatch.setattr(caches, "_walk", walk)
+    caches.probe("inductor", cache)
+    monkeypatch.setattr(caches, "time", __import__("time"))
+    monkeypatch.setattr(caches, "_walk", real_walk)
+    reads: list[str] = []
+    real_hash = caches._hash
+    monkeypatch.setattr(caches, "_hash", lambda root, e: reads.append(e[0]) or real_hash(root, e))
+    caches.probe("inductor", cache)
+    assert reads == ["fxgraph/z"]  # not trusted: read again
+
+
+@pytest.mark.parametrize("files", ["[]", '"x"', "null", "[" * 10_000])
+def test_a_damaged_stat_cache_costs_a_re_read_not_the_snapshot(
+    inductor_cache: Path, files: str
+) -> None:
+    cold, _ = caches.probe("inductor", inductor_cache)
+    folder = next(Path(os.environ["ENVGUARD_CACHE_DIR"]).glob("statcache"))
+    for summary in folder.glob("*.summary.json"):
+        summary.write_text(files)
+    for rows in folder.glob("*[0-9a-f].json"):
+        rows.write_text(f'{{"version": 3, "root": "{inductor_cache}", "files": {files}}}')
+    again, warnings = caches.probe("inductor", inductor_cache)
+    assert again == cold and warnings == ()
+
+
+def test_a_kernel_json_nested_beyond_reason_is_no_facts_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "abc").mkdir()
+    (tmp_path / "abc" / "k.json").write_text("[" * 100_000)
+    cache, warnings = caches.probe("triton", tmp_path)
+    assert cache.files == 1 and cache.compat.archs == () and warnings == ()

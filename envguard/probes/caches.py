@@ -86,6 +86,9 @@ def probe(
 ) -> tuple[CompileCache, tuple[str, ...]]:
     if not path.is_dir():
         return CompileCache(kind=kind, path=str(path), exists=False), ()
+    # Freshness is judged against when the files were looked at, not when their hashes come
+    # back: a file read early and merged late is as racy as when it was stat'ed.
+    started = time.time()
     entries, unreadable_dirs = _walk(path)
     # Every file's (path, size, mtime, inode) unchanged since the last probe: its result
     # stands, without loading the per-file hashes (the bulk of a warm pass's time).
@@ -93,7 +96,7 @@ def probe(
     known = _StatCache.summary(path, listing)
     if known is not None:
         return known, ()
-    store = _StatCache.load(path)
+    store = _StatCache.load(path, started)
     digests: list[tuple[str, int, str]] = []
     facts: dict[str, set[str]] = {k: set() for k in _FACT_KEYS}
     unreadable = unreadable_dirs
@@ -261,7 +264,7 @@ def _kernel_facts(rel: str, data: bytes) -> str:
         return ""
     try:
         meta = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested beyond any kernel's metadata
         return ""
     if not isinstance(meta, dict):
         return ""
@@ -311,8 +314,10 @@ class _StatCache:
     """Content hashes of one cache folder's files, keyed by (path, size, mtime_ns, inode), and
     beside them the last result with the listing it was computed from."""
 
-    def __init__(self, file: Path, root: str, rows: dict[str, list[object]]) -> None:
-        self.file, self.root, self.rows = file, root, rows
+    def __init__(
+        self, file: Path, root: str, rows: dict[str, list[object]], started: float
+    ) -> None:
+        self.file, self.root, self.rows, self.started = file, root, rows, started
         self.fresh: dict[str, list[object]] = {}
         self.changed = False
 
@@ -327,26 +332,35 @@ class _StatCache:
         try:
             data = json.loads(cls._file(root).with_suffix(".summary.json").read_bytes())
             if (
-                data.get("version") == _STATCACHE_VERSION
+                isinstance(data, dict)
+                and data.get("version") == _STATCACHE_VERSION
                 and data.get("root") == str(root)
                 and data.get("listing") == listing
             ):
                 return CompileCache.from_dict(data["cache"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, LockfileError):
+        except (
+            OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, LockfileError
+        ):  # fmt: skip
             pass  # missing or damaged: the per-file pass decides
         return None
 
     @classmethod
-    def load(cls, root: Path) -> _StatCache:
+    def load(cls, root: Path, started: float) -> _StatCache:
+        """``started``: when the cache's files were stat'ed (entries newer are racy)."""
         file = cls._file(root)
         rows: dict[str, list[object]] = {}
         try:
             data = json.loads(file.read_bytes())
-            if data.get("version") == _STATCACHE_VERSION and data.get("root") == str(root):
+            if (
+                isinstance(data, dict)
+                and data.get("version") == _STATCACHE_VERSION
+                and data.get("root") == str(root)
+                and isinstance(data.get("files"), dict)
+            ):
                 rows = data["files"]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, RecursionError):
             pass  # a missing or damaged stat cache only costs a re-read
-        return cls(file, str(root), rows)
+        return cls(file, str(root), rows, started)
 
     def get(self, e: _Entry) -> tuple[str, str] | None:
         rel = e[0]
@@ -358,7 +372,7 @@ class _StatCache:
 
     def put(self, e: _Entry, value: tuple[str, str]) -> None:
         self.changed = True
-        if time.time() - e[2] / 1e9 > _RACY_SECONDS:
+        if self.started - e[2] / 1e9 > _RACY_SECONDS:
             self.fresh[e[0]] = [e[1], e[2], e[3], *value]
 
     def save(self, result: CompileCache | None, listing: str) -> None:
