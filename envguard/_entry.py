@@ -109,6 +109,21 @@ def fail(message: str, code: int = 2) -> None:
         from envguard.results import Failed
 
         failed = Failed(command=UI.command, message=strip_url_credentials(message), code=code)
-        sys.stdout.write(Json().format(failed))
+        try:
+            sys.stdout.write(Json().format(failed))
+            sys.stdout.flush()
+        except OSError:  # stdout is what failed (a full disk, a closed pipe): stderr says it
+            _silence_stdout()
     lines.error_line(message)
     sys.exit(code)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be
+    written does not end the run with a traceback of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -11,6 +11,7 @@ the same keywords, output, files and exit codes.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     """The command and its keywords for ``argv`` (the arguments after the program), or None
     when click should parse it."""
     spec = _COMMANDS.get(argv[0]) if argv else None
-    if spec is None:
+    if spec is None or "_ENVGUARD_COMPLETE" in os.environ:  # shell completion is click's
         return None
     kw: dict[str, Any] = {"quiet": 0}
     multi = {key for key, _, repeatable in spec.options.values() if repeatable and key != "quiet"}

@@ -5,7 +5,8 @@ in Python (with 5,000 distributions, 85 ms of a 420 ms snapshot). This renders t
 document the same way, byte for byte: the structure as tomli-w lays it out (literals first, then
 tables; arrays of tables inline when every one fits a 100-column line), strings without
 anything to escape as they are, and every other string, and any type outside the lockfile's
-own, by tomli-w itself. ``tests/test_toml.py`` holds it to tomli-w's output.
+own (floats, dates, str subclasses), by tomli-w itself. ``tests/test_toml.py`` holds it to
+tomli-w's output.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ class _Writer:
             return "true" if obj else "false"
         if isinstance(obj, int):
             return str(obj)
-        if isinstance(obj, str):
-            return self.string(obj, self.multiline)
+        if isinstance(obj, str):  # a str subclass (an Enum member): tomli-w's own business
+            raise _Unsupported(type(obj).__name__)
         if isinstance(obj, (list, tuple)):
             if not obj:
                 return "[]"
@@ -92,10 +93,10 @@ class _Writer:
         return "{ " + ", ".join(f"{self.key(k)} = {self.literal(v)}" for k, v in obj.items()) + " }"
 
     def key(self, part: str) -> str:
+        if type(part) is not str:  # a str subclass formats as tomli-w decides
+            raise _Unsupported(type(part).__name__)
         known = self.keys.get(part)
         if known is None:
-            if not isinstance(part, str):
-                raise _Unsupported(type(part).__name__)
             known = self.keys[part] = (
                 part if _BARE_KEY.fullmatch(part) else self.string(part, False)
             )

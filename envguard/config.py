@@ -58,17 +58,23 @@ class Config:
     ignore_paths: tuple[str, ...] = ()
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        # judging nothing would print "No drift" for any environment at all
-        if self.only and not set(self.only) - set(self.ignore):
-            raise ConfigError(
-                f"nothing left to judge: every area in only ({', '.join(self.only)}) is "
-                f"also ignored"
+    def judging(self) -> Config:
+        """This config, if it leaves an area to judge: judging none would say "No drift"
+        whatever changed. Asked where a command judges (diff, fleet, guard), once the flags
+        are in, so that a flag can still mend what the file or the environment says."""
+        if not set(self.only or AREAS) - set(self.ignore):
+            what = (
+                f"every area in only ({', '.join(self.only)}) is also"
+                if self.only
+                else "every area is"
             )
+            raise ConfigError(f"nothing left to judge: {what} ignored")
+        return self
 
     def judged(self, report: DriftReport) -> DriftReport:
         """The project's policy, the one place it is applied (diff, fleet, guard): the areas
         judged, the variables and code paths left out."""
+        self.judging()
         return report.only(self.only, self.ignore).without(self.ignore_env, self.ignore_paths)
 
     def with_flags(self, *, fail_on: str | None = None, only: str | None = None,

@@ -64,6 +64,7 @@ def guard(
     unknown = sorted((set(cfg.only) | set(cfg.ignore)) - set(drift.AREAS))
     if unknown:
         raise EnvguardError(f"unknown area {unknown[0]!r}: one of {', '.join(drift.AREAS)}")
+    cfg.judging()
     if lock is None:  # the project's lock, as a bare `envguard diff` finds it
         lock = targets.lock_for(None, Path(venv) if venv else None, cfg)[0]
     locked = lock if isinstance(lock, Snapshot) else lockfile.read(Path(lock))

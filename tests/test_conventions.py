@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import envguard
+from envguard.config import AREAS
 from envguard.output.progress import Bars
 from tests.conftest import git, make_venv
 from tests.project import Project, invoke
@@ -152,8 +153,26 @@ def test_only_and_ignore_that_leave_nothing_are_an_error_not_a_pass(project: Pro
     code, out, err = invoke("diff", "--only", "torch,cuda", "--ignore", "cuda,torch")
     assert (code, out) == (2, "")
     assert err == "error: nothing left to judge: every area in only (torch, cuda) is also ignored\n"
+    every = ",".join(AREAS)
+    code, out, err = invoke("diff", "--ignore", every)
+    assert (code, err) == (2, "error: nothing left to judge: every area is ignored\n")
+    code, out, _ = invoke("diff", "--ignore", every, "--json")
+    assert code == 2 and json.loads(out)["error"].startswith("nothing left to judge")
     with pytest.raises(envguard.EnvguardError, match="nothing left to judge"):
         envguard.guard(project.lock, venv=project.venv, only=["caches"], ignore=["caches"])
+
+
+def test_a_clash_in_the_project_config_is_mended_by_a_flag_and_spares_other_commands(
+    project: Project,
+) -> None:
+    """The clash is an error where a command judges, once the flags are in: a flag can mend
+    it, and commands that judge nothing (snapshot, restore --dry-run) never see it."""
+    _configure(project, 'only = ["torch"]\nignore = ["torch"]\n')
+    env = project.activated()
+    assert invoke("snapshot", env=env)[0] == 0
+    assert invoke("diff", env=env)[:2] == (2, "")
+    assert invoke("diff", "--only", "caches,torch", env=env)[0] in (0, 1)
+    assert invoke("restore", "--dry-run", env=env)[0] == 0
 
 
 def test_only_code_passes_when_the_drift_is_elsewhere(project: Project) -> None:

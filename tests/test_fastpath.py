@@ -222,3 +222,28 @@ def test_the_hot_path_leaves_click_and_the_engines_unimported(
         "envguard.restore", "envguard.preflight", "envguard.fleet", "envguard.results.diff",
     ):  # fmt: skip
         assert heavy not in loaded, heavy
+
+
+def test_shell_completion_is_clicks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_ENVGUARD_COMPLETE", "bash_complete")
+    assert _fastpath.parse(["snapshot", "-q"]) is None
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("entry", ["hot", "click"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_stdout_that_cannot_be_written_is_one_line(
+    entry: str, as_json: bool, small_venv: Path, tmp_path: Path
+) -> None:
+    code = {
+        "hot": "from envguard.__main__ import main; main()",
+        "click": "from envguard.cli import main; main()",
+    }[entry]
+    args = ["snapshot", "--venv", str(small_venv), "--no-default-caches", "-o", "x.toml"]
+    with Path("/dev/full").open("w") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args, *(["--json"] if as_json else [])],
+            cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+        )  # fmt: skip
+    assert (done.returncode, done.stderr) == (2, "error: No space left on device\n")

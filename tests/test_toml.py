@@ -50,3 +50,17 @@ def test_a_lockfile_shaped_document_and_what_it_hands_to_tomli_w() -> None:
         )
     del doc["weird key"]
     assert "[[packages]]" in _toml.dumps(doc) and "inline = [\n    { a = 1 }," in _toml.dumps(doc)
+
+
+def test_str_subclasses_are_their_characters() -> None:
+    import enum
+
+    class Kind(str, enum.Enum):
+        A = "a b"
+
+    class Loud(str):
+        def __str__(self) -> str:
+            return "LOUD"
+
+    doc = {"k": Kind.A, "l": [Kind.A, Loud("x")], Kind.A: 1, Loud("key"): Loud("v")}
+    assert _toml.dumps(doc) == tomli_w.dumps(doc)

@@ -22,6 +22,7 @@ def run(
     repo: Path | None = None,
     progress: Progress | None = None,
 ) -> DiffDone:
+    cfg.judging()  # before reading anything: a policy that judges nothing is an error
     if len(locks) == 2:
         old = lockfile.read(locks[0])
         new = snapshot.stored_against(old, lockfile.read(locks[1]))

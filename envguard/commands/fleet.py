@@ -10,5 +10,5 @@ from envguard.results.fleet import FleetDone
 
 
 def run(cfg: Config, lock: Path, snapshots: tuple[Path, ...]) -> FleetDone:
-    report = fleet.compare(lockfile.read(lock), fleet.expand(snapshots), cfg)
+    report = fleet.compare(lockfile.read(lock), fleet.expand(snapshots), cfg.judging())
     return FleetDone(report=report, fail_on=cfg.fail_on)
