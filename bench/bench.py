@@ -118,8 +118,9 @@ def venv_bench(work: Path, envguard: Path, venv: Path, runs: int, with_version: 
     from uv import find_uv_bin
 
     site = next(venv.glob("lib/python*/site-packages"))
-    lock = work / f"bench-{venv.name}.envguard.toml"
-    snap = [str(envguard), "snapshot", "--venv", str(venv), "--no-default-caches", "-o", str(lock)]
+    lock = work / f"lock-{venv.name}.envguard.toml"  # the lock diff reads, written once
+    out = work / f"bench-{venv.name}.envguard.toml"  # what each timed snapshot writes
+    snap = [str(envguard), "snapshot", "--venv", str(venv), "--no-default-caches", "-o", str(out)]
     commands = {
         "envguard snapshot -q": [*snap, "-q"],
         "envguard snapshot": snap,
@@ -129,7 +130,8 @@ def venv_bench(work: Path, envguard: Path, venv: Path, runs: int, with_version: 
     }
     if with_version:
         commands["envguard --version"] = [str(envguard), "--version"]
-    subprocess.run(snap, check=True, capture_output=True, cwd=work)  # the lock diff compares with
+    # the lock diff compares with, as a committed one: the same bytes run after run
+    subprocess.run([*snap[:-1], str(lock)], check=True, capture_output=True, cwd=work)
     return interleaved(commands, runs, work)
 
 

@@ -6,14 +6,18 @@ so re-snapshotting an unchanged environment changes one line and lockfiles revie
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from envguard import _toml
-from envguard._fs import atomic_write
+from envguard._fs import atomic_write, user_cache_dir
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
 
@@ -82,6 +86,39 @@ def _has_cr(value: Any) -> bool:
     return False
 
 
+_REMEMBER_FROM = 32 * 1024  # smaller lockfiles parse in a few ms
+_REMEMBERED = 64  # parsed lockfiles kept in envguard's cache folder, newest by use
+
+
+def _parsed(data: bytes, parse: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """``parse`` (tomllib) of ``data``; for a large lockfile, remembered as JSON in envguard's
+    cache folder under its content's hash. TOML read in Python costs ~150 ms at 5,000
+    distributions, JSON ~15; the same bytes are the same document, so it cannot go stale."""
+    if len(data) < _REMEMBER_FROM:
+        return parse(data.decode("utf-8"))
+    folder = user_cache_dir() / "parsed"
+    file = folder / f"{hashlib.sha256(data).hexdigest()}.json"
+    try:
+        doc = json.loads(file.read_bytes())
+        if isinstance(doc, dict):
+            with contextlib.suppress(OSError):
+                os.utime(file)  # recently used: kept longest
+            return doc
+    except (OSError, ValueError, RecursionError):
+        pass  # not remembered, or damaged: read the TOML
+    doc = parse(data.decode("utf-8"))
+    with contextlib.suppress(OSError, TypeError, ValueError, RecursionError):
+        atomic_write(file, json.dumps(doc, ensure_ascii=False).encode())
+        _forget_oldest(folder)
+    return doc
+
+
+def _forget_oldest(folder: Path) -> None:
+    files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in files[_REMEMBERED:]:
+        old.unlink(missing_ok=True)
+
+
 def loads(data: bytes, source: str = "lockfile") -> Snapshot:
     if sys.version_info >= (3, 11):
         import tomllib
@@ -91,7 +128,7 @@ def loads(data: bytes, source: str = "lockfile") -> Snapshot:
     if not data.strip():
         raise LockfileError(f"{source}: empty file, not a lockfile")
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        doc = _parsed(data, tomllib.loads)
     except UnicodeDecodeError as exc:
         raise LockfileError(f"{source}: not UTF-8 text, not a lockfile") from exc
     except tomllib.TOMLDecodeError as exc:

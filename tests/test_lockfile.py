@@ -304,3 +304,42 @@ def test_a_symlinked_lockfile_keeps_its_link(tmp_path: Path) -> None:
     assert link.is_symlink() and shared.read_bytes() == b"new\n"
     with pytest.raises(IsADirectoryError):
         atomic_write(tmp_path / "shared", b"x")
+
+
+def test_a_large_lockfile_is_parsed_once_and_remembered_by_its_content(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """TOML read in Python is most of a big diff's cost: the parsed document is kept under the
+    bytes' hash, so a second read of the same bytes skips it, and changed bytes never match."""
+    import tomllib
+
+    snap = lockfile.loads(
+        b'schema = 2\nname = "a"\ntaken_at = "t"\nenvguard_version = "0"\n'
+        b'[venv]\npath = "/v"\nkind = "venv"\n[python]\nversion = "3.12.3"\n'
+        b'implementation = "cpython"\nabi = "cp312"\nsite_packages = "/s"\n'
+        b'[host]\nhostname = "h"\nos = "o"\nkernel = "k"\nmachine = "m"\n'
+    )
+    from dataclasses import replace
+
+    from envguard.model import Distribution
+
+    many = tuple(
+        Distribution(name=f"pkg-{i:04d}", version="1.0", installer="uv", requires=("a>=1",))
+        for i in range(400)
+    )
+    data = lockfile.dumps(replace(snap, packages=many))
+    assert len(data) >= lockfile._REMEMBER_FROM
+    first = lockfile.loads(data)
+    parses: list[int] = []
+    real = tomllib.loads
+    monkeypatch.setattr(tomllib, "loads", lambda text: parses.append(1) or real(text))
+    assert lockfile.loads(data) == first and parses == []  # remembered
+    changed = data.replace(b'name = "pkg-0001"', b'name = "pkg-0001x"')
+    assert lockfile.loads(changed).packages[1].name == "pkg-0001x" and parses == [1]
+    remembered = Path(os.environ["ENVGUARD_CACHE_DIR"]) / "parsed"
+    for damaged in remembered.glob("*.json"):
+        damaged.write_text("{")
+    assert lockfile.loads(data) == first and len(parses) == 2  # damaged: read again
+    monkeypatch.setattr(lockfile, "_REMEMBERED", 1)
+    lockfile.loads(changed)
+    assert len(list(remembered.glob("*.json"))) == 1
