@@ -99,7 +99,7 @@ def _init(lock: Snapshot, cfg: Config) -> None:
 def _load(path: Path) -> Loaded | str:
     """(hostname, facts, fails, changes) of one node, or why the file cannot be used."""
     try:
-        snap = lockfile.read(path)
+        snap = lockfile.read(path, remember=False)  # a thousand nodes, read once each
     except LockfileError as exc:
         return str(exc)
     lock, cfg = _LOCK[0]

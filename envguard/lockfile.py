@@ -90,11 +90,13 @@ _REMEMBER_FROM = 32 * 1024  # smaller lockfiles parse in a few ms
 _REMEMBERED = 64  # parsed lockfiles kept in envguard's cache folder, newest by use
 
 
-def _parsed(data: bytes, parse: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+def _parsed(data: bytes, parse: Callable[[str], dict[str, Any]], remember: bool) -> dict[str, Any]:
     """``parse`` (tomllib) of ``data``; for a large lockfile, remembered as JSON in envguard's
     cache folder under its content's hash. TOML read in Python costs ~150 ms at 5,000
-    distributions, JSON ~15; the same bytes are the same document, so it cannot go stale."""
-    if len(data) < _REMEMBER_FROM:
+    distributions, JSON ~15; the same bytes are the same document, so it cannot go stale.
+    ``remember=False`` for files read once in bulk (a fleet's node snapshots), which would only
+    push the project's own locks out."""
+    if not remember or len(data) < _REMEMBER_FROM:
         return parse(data.decode("utf-8"))
     folder = user_cache_dir() / "parsed"
     file = folder / f"{hashlib.sha256(data).hexdigest()}.json"
@@ -119,7 +121,7 @@ def _forget_oldest(folder: Path) -> None:
         old.unlink(missing_ok=True)
 
 
-def loads(data: bytes, source: str = "lockfile") -> Snapshot:
+def loads(data: bytes, source: str = "lockfile", *, remember: bool = True) -> Snapshot:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only
@@ -128,7 +130,7 @@ def loads(data: bytes, source: str = "lockfile") -> Snapshot:
     if not data.strip():
         raise LockfileError(f"{source}: empty file, not a lockfile")
     try:
-        doc = _parsed(data, tomllib.loads)
+        doc = _parsed(data, tomllib.loads, remember)
     except UnicodeDecodeError as exc:
         raise LockfileError(f"{source}: not UTF-8 text, not a lockfile") from exc
     except tomllib.TOMLDecodeError as exc:
@@ -195,7 +197,7 @@ def _rehash_sections(code: dict[str, Any]) -> None:
             row["sha256"], row["blob"], row["base_blob"] = section_facts(section)
 
 
-def read(path: Path) -> Snapshot:
+def read(path: Path, *, remember: bool = True) -> Snapshot:
     try:
         data = path.read_bytes()
     except FileNotFoundError as exc:
@@ -204,7 +206,7 @@ def read(path: Path) -> Snapshot:
         raise LockfileError(f"{path}: is a directory, not a lockfile") from exc
     except OSError as exc:
         raise LockfileError(f"{path}: cannot read ({exc.strerror})") from exc
-    return loads(data, source=str(path))
+    return loads(data, source=str(path), remember=remember)
 
 
 def write(path: Path, snapshot: Snapshot) -> None:

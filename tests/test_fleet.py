@@ -123,3 +123,23 @@ def test_output_placeholders_give_one_file_per_node(tmp_path: Path, monkeypatch)
         len(written) == 1
         and written[0].name == f"{lockfile.read(written[0]).host.hostname}.envguard.toml"
     )
+
+
+def test_node_snapshots_are_not_remembered(tmp_path: Path) -> None:
+    """A fleet's node files are read once each: remembering their parse would only push the
+    project's own locks out of the cache folder."""
+    import dataclasses
+    import os
+
+    from envguard.model import Distribution
+
+    many = tuple(Distribution(name=f"p-{i:04d}", version="1.0") for i in range(600))
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, dataclasses.replace(base(), packages=many))
+    for i in range(3):
+        node = dataclasses.replace(_node(f"h{i}"), packages=many)
+        lockfile.write(tmp_path / "n" / f"{i}.envguard.toml", node)
+    assert (tmp_path / "n" / "0.envguard.toml").stat().st_size >= lockfile._REMEMBER_FROM
+    assert envguard("fleet", str(lock), str(tmp_path / "n")).returncode == 0
+    parsed = Path(os.environ["ENVGUARD_CACHE_DIR"]) / "parsed"
+    assert len(list(parsed.glob("*.json"))) <= 1  # the lock's, not the nodes'
