@@ -59,13 +59,14 @@ def config(**flags: Any) -> Config:
 
 def emit(result: Result, **view: Any) -> None:
     """Print the result as asked, and exit with its code."""
+    stream = sys.stderr if result.wrote_to_stdout else sys.stdout
     if UI.as_json:
         from envguard.output.json import Json
 
-        sys.stdout.write(Json().format(result))
+        stream.write(Json().format(result))
     else:
-        sys.stdout.write(UI.human(**view).format(result))
-    sys.stdout.flush()
+        stream.write(UI.human(stream, **view).format(result))
+    stream.flush()
     sys.exit(result.exit_code)
 
 

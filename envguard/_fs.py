@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -19,6 +20,10 @@ def atomic_write(path: Path, data: bytes) -> None:
     a pipe (``-o /dev/null``, ``-o /dev/stdout``) is written through, never replaced: a rename
     over /dev/null, as root, would leave a regular file there for every program after.
     """
+    fd = descriptor(path)
+    if fd is not None:  # -o /dev/stdout: the stream itself, appended as the shell opened it
+        _write_all(fd, data)
+        return
     try:
         st = path.stat()  # through symlinks
     except FileNotFoundError:
@@ -32,7 +37,10 @@ def atomic_write(path: Path, data: bytes) -> None:
             fh.write(data)
         return
     path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:  # a file where a folder of the path should be
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from exc
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, _mode_for(path))
@@ -45,6 +53,46 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+_DESCRIPTOR = re.compile(r"/dev/(?:(stdout)|(stderr)|fd/(\d+))|/proc/self/fd/(\d+)")
+
+
+def descriptor(path: Path) -> int | None:
+    """The open file descriptor ``path`` names (``/dev/stdout``, ``/dev/fd/3``,
+    ``/proc/self/fd/1``, or a symlink to one of them), else None. Resolving such a path leads
+    to the file the shell opened (``>> build.log``): renaming over it would replace the log."""
+    name = Path(path).absolute()
+    for _ in range(40):  # as many links as the kernel follows
+        m = _DESCRIPTOR.fullmatch(os.path.normpath(name))
+        if m:
+            return 1 if m.group(1) else 2 if m.group(2) else int(m.group(3) or m.group(4))
+        try:
+            target = name.readlink()
+        except OSError:  # not a link (or not there): names no descriptor
+            return None
+        name = name.parent / target  # an absolute target replaces the parent
+    return None
+
+
+def read_regular(path: Path, limit: int = 256 << 20) -> bytes:
+    """``path``'s bytes, if it is a regular file (through links) of at most ``limit`` bytes:
+    /dev/zero or a FIFO named as a lockfile or a journal would be read without end."""
+    if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO's open would wait
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    with path.open("rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):  # swapped in between
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB", str(path))
+        return fh.read(limit)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _mode_for(path: Path) -> int:

@@ -10,11 +10,13 @@ import fcntl
 import getpass
 import json
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from envguard._fs import read_regular
 from envguard.drift import Change
 from envguard.errors import LockfileError
 from envguard.model import Record
@@ -74,19 +76,23 @@ def who() -> str:
 def append(path: Path, entry: Entry) -> None:
     line = (json.dumps(entry.to_dict(), ensure_ascii=False) + "\n").encode()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, line)
+            if stat.S_ISREG(os.fstat(fd).st_mode):  # fsync means nothing to a device
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # say which file: "No space left on device" alone names none
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
 def read(path: Path) -> list[Entry]:
     """Every entry, oldest first; a damaged line is an error naming its line number."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError) as exc:

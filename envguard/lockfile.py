@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envguard import _toml
-from envguard._fs import atomic_write, user_cache_dir
+from envguard._fs import atomic_write, read_regular, user_cache_dir
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
 
@@ -199,7 +199,7 @@ def _rehash_sections(code: dict[str, Any]) -> None:
 
 def read(path: Path, *, remember: bool = True) -> Snapshot:
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError as exc:
         raise LockfileError(f"{path}: no such lockfile") from exc
     except IsADirectoryError as exc:

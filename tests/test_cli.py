@@ -193,3 +193,35 @@ def test_restore_without_yes_in_a_script(venv: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "pass --yes" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_lock_to_stdout_appends_to_what_the_shell_opened(tmp_path: Path, venv: Path) -> None:
+    """``-o /dev/stdout >> build.log``: the lockfile is appended to the log (not renamed over
+    it), the summary goes to stderr, and --save-cache refuses to put an archive beside a
+    stream."""
+    log = tmp_path / "build.log"
+    log.write_text("earlier line\n")
+    inode = log.stat().st_ino
+    args = [sys.executable, "-m", "envguard", "snapshot", "--venv", str(venv), "-o", "/dev/stdout"]
+    with log.open("a") as out:
+        done = subprocess.run(
+            [*args, "--no-default-caches"], stdout=out, stderr=subprocess.PIPE, text=True,
+            cwd=tmp_path, env={**os.environ, "NO_COLOR": "1"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert log.stat().st_ino == inode
+    text = log.read_text()
+    assert text.startswith("earlier line\nschema = ") and "Snapshot of" not in text
+    assert "Snapshot of" in done.stderr
+    refused = envguard("snapshot", "--venv", str(venv), "-o", "/dev/stdout", "--save-cache")
+    assert refused.returncode == 2 and "--save-cache puts the archive beside" in refused.stderr
+
+
+def test_a_lockfile_that_is_a_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "lock.envguard.toml"
+    os.mkfifo(fifo)
+    done = envguard("diff", str(fifo))
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: {fifo}: cannot read (not a regular file)\n",
+    )

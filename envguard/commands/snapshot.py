@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from envguard import lockfile, snapshot, targets
 from envguard.config import Config
+from envguard.errors import EnvguardError
 from envguard.results.snapshot import SnapshotDone
 from envguard.snapshot import Progress
 
@@ -23,6 +25,11 @@ def run(
     save_cache: bool = False,
     progress: Progress | None = None,
 ) -> SnapshotDone:
+    if save_cache and output is not None and not _beside_ok(output):
+        raise EnvguardError(
+            f"--save-cache puts the archive beside the lockfile: {output} is a stream or a "
+            f"device, not a file (give -o a file or a folder)"
+        )
     snap = snapshot.take(
         targets.venv(venv, cfg),
         repo=repo,
@@ -50,3 +57,16 @@ def run(
         archive=str(archive.absolute()) if archive else None,
         archive_bytes=size,
     )  # fmt: skip
+
+
+def _beside_ok(output: Path) -> bool:
+    """Whether a file can sit beside ``output``: not for /dev/stdout, /dev/null, a FIFO."""
+    from envguard._fs import descriptor
+
+    if descriptor(output) is not None:
+        return False
+    try:
+        mode = output.stat().st_mode
+    except OSError:
+        return True  # not there yet: a file it will be
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)

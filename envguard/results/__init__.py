@@ -29,6 +29,12 @@ class Result:
     def error(self) -> str | None:
         return None
 
+    @property
+    def wrote_to_stdout(self) -> bool:
+        """The command's product went to stdout itself (``snapshot -o /dev/stdout``): what is
+        said about it goes to stderr, so that stdout stays that product alone."""
+        return False
+
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
 

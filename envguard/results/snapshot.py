@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from envguard.results import Result
@@ -20,6 +21,12 @@ class SnapshotDone(Result):
     snapshot: Snapshot
     archive: str | None = None
     archive_bytes: int = 0
+
+    @property
+    def wrote_to_stdout(self) -> bool:
+        from envguard._fs import descriptor
+
+        return descriptor(Path(self.lockfile)) == 1
 
     def to_dict(self) -> dict[str, Any]:
         out = {"lockfile": self.lockfile, **self.snapshot.to_dict()}
