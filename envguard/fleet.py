@@ -76,9 +76,20 @@ def facts(snap: Snapshot) -> dict[str, str]:
 
 
 def expand(paths: Iterable[Path]) -> list[Path]:
+    """The node files: each folder's lockfiles, each file as given; a file reached twice (named
+    twice, or named and inside a named folder) counts once."""
+    paths = list(paths)
     out: list[Path] = []
+    seen: set[str] = set()
     for p in paths:
-        out.extend(sorted(p.glob(f"*{lockfile.SUFFIX}")) if p.is_dir() else [p])
+        for file in sorted(p.glob(f"*{lockfile.SUFFIX}")) if p.is_dir() else [p]:
+            key = file.resolve()
+            if str(key) not in seen:
+                seen.add(str(key))
+                out.append(Path(os.path.normpath(file.absolute())))
+    if not out:
+        named = ", ".join(str(p) for p in paths)
+        raise LockfileError(f"no node snapshots (*{lockfile.SUFFIX}) in {named}")
     return out
 
 

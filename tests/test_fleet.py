@@ -143,3 +143,18 @@ def test_node_snapshots_are_not_remembered(tmp_path: Path) -> None:
     assert envguard("fleet", str(lock), str(tmp_path / "n")).returncode == 0
     parsed = Path(os.environ["ENVGUARD_CACHE_DIR"]) / "parsed"
     assert len(list(parsed.glob("*.json"))) <= 1  # the lock's, not the nodes'
+
+
+def test_no_node_files_is_an_error_and_a_file_named_twice_counts_once(tmp_path: Path) -> None:
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, base())
+    (tmp_path / "empty").mkdir()
+    done = envguard("fleet", str(lock), str(tmp_path / "empty"))
+    assert done.returncode == 2 and "no node snapshots" in done.stderr  # a wrong folder fails CI
+    node = tmp_path / "n" / "0.envguard.toml"
+    lockfile.write(node, _node("h0"))
+    doc = json.loads(envguard("fleet", str(lock), str(node), str(tmp_path / "n"), "--json").stdout)
+    result = doc["result"]
+    assert len(result["nodes"]) == 1 and result["notes"] == [] and result["problems"] == []
+    assert result["lockfile"] == str(lock) and result["nodes"][0]["file"] == str(node)
+    assert envguard("fleet", str(lock), str(node)).stdout.startswith("The node matches the lock")

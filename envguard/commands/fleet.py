@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from envguard import fleet, lockfile
@@ -11,4 +12,4 @@ from envguard.results.fleet import FleetDone
 
 def run(cfg: Config, lock: Path, snapshots: tuple[Path, ...]) -> FleetDone:
     report = fleet.compare(lockfile.read(lock), fleet.expand(snapshots), cfg.judging())
-    return FleetDone(report=report, fail_on=cfg.fail_on)
+    return FleetDone(report=report, fail_on=cfg.fail_on, lock=os.path.normpath(lock.absolute()))

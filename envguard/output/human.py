@@ -188,9 +188,17 @@ class Human:
         nodes = plural(len(report.nodes), "node")
         groups = plural(len(report.groups), "group")
         head = (
-            self.p.paint(f"{len(bad)} of {nodes} drift", "bold red") + " from the lock"
+            self.p.paint(
+                f"{len(bad)} of {nodes} {'drifts' if len(bad) == 1 else 'drift'}", "bold red"
+            )
+            + " from the lock"
             if bad
-            else self.p.paint(f"All {nodes} match the lock", "bold green")
+            else self.p.paint(
+                f"All {nodes} match the lock"
+                if len(report.nodes) > 1
+                else "The node matches the lock",
+                "bold green",
+            )
         )
         yield f"{head}; {groups} of nodes that agree"
         if self.verbosity < 0:

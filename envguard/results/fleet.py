@@ -16,10 +16,13 @@ class FleetDone(Result):
     kind: ClassVar[str] = "fleet"
     report: FleetReport
     fail_on: str
+    lock: str = ""  # the lockfile the nodes were compared with, absolute
 
     @property
     def exit_code(self) -> int:
         return 1 if self.report.drifted() else 2 if self.report.problems else 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.report.to_dict(), "fail_on": self.fail_on}
+        # problems and notes always, as diff's notes: a reader need not guess an absent key
+        report = {"problems": [], "notes": [], **self.report.to_dict()}
+        return {"lockfile": self.lock, **report, "fail_on": self.fail_on}
