@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +56,8 @@ def guard(
     cfg = config.load()
     cfg = dataclasses.replace(
         cfg,
-        only=cfg.only if only is None else tuple(only),
-        ignore=cfg.ignore if ignore is None else tuple(ignore),
+        only=cfg.only if only is None else _areas(only),
+        ignore=cfg.ignore if ignore is None else _areas(ignore),
     )
     if fail_on not in drift.FAIL_ON:
         raise EnvguardError(f"fail_on must be one of {', '.join(drift.FAIL_ON)}, not {fail_on!r}")
@@ -90,6 +90,12 @@ def guard(
             print(message, file=sys.stderr, flush=True)
         raise DriftError(message)
     return report
+
+
+def _areas(given: str | Iterable[str]) -> tuple[str, ...]:
+    """``"torch,cuda"`` as diff's flag takes it, or a list; never a string's letters."""
+    items = given.split(",") if isinstance(given, str) else given
+    return tuple(a.strip() for a in items if a.strip())
 
 
 def _summary(report: drift.DriftReport, live: Snapshot, fail_on: str) -> dict[str, Any]:

@@ -93,6 +93,10 @@ def test_diff_of_two_lockfiles_json_envelope(tmp_path: Path, venv: Path, repo: P
     shown = envguard("diff", str(a), str(b), "--show-patch", cwd=tmp_path)
     assert "+print('patched')" in shown.stdout
     assert "b.toml against a.toml" in shown.stdout  # which file is which, on the screen too
+    live = envguard("diff", str(a), str(b), "--venv", str(venv))
+    assert live.returncode == 2 and "two lockfiles compare no live one" in live.stderr
+    one = json.loads(envguard("diff", "a.toml", "--venv", str(venv), "--json", cwd=tmp_path).stdout)
+    assert one["result"]["lockfile"] == str(a)  # absolute, as given relative
 
 
 @pytest.mark.parametrize(

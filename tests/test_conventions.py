@@ -142,6 +142,8 @@ def test_only_and_ignore_filter_diff_and_guard_alike(project: Project) -> None:
     assert every - {"code"} <= {c["area"] for c in ignored.changes}
     report = envguard.guard(project.lock, venv=project.venv, only=["caches"])
     assert {c.area for c in report.changes} == {"caches"}  # a warning: guard(critical) passes
+    as_text = envguard.guard(project.lock, venv=project.venv, only="caches,packages")
+    assert {c.area for c in as_text.changes} == {"caches", "packages"}  # not the letters
     with pytest.raises(envguard.DriftError):
         envguard.guard(project.lock, venv=project.venv, ignore=["caches"], fail_on="critical")
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from envguard import drift, journal, lockfile, snapshot, targets
 from envguard.config import Config
 from envguard.drift import DriftReport
-from envguard.errors import LockfileError
+from envguard.errors import EnvguardError, LockfileError
 from envguard.model import Snapshot
 from envguard.results.diff import DiffDone
 from envguard.snapshot import Progress
@@ -24,23 +25,32 @@ def run(
 ) -> DiffDone:
     cfg.judging()  # before reading anything: a policy that judges nothing is an error
     if len(locks) == 2:
+        if venv is not None or repo is not None:
+            raise EnvguardError(
+                "--venv and --repo name a live environment; two lockfiles compare no live one"
+            )
         old = lockfile.read(locks[0])
         new = snapshot.stored_against(old, lockfile.read(locks[1]))
         report = _compared(old, new, locks[0])
         return DiffDone(
             report=apply(report, cfg),
             fail_on=cfg.fail_on,
-            lock=str(locks[0].absolute()),
-            other=str(locks[1].absolute()),
+            lock=_absolute(locks[0]),
+            other=_absolute(locks[1]),
         )
     path, old, venv_path = targets.lock_for(locks[0] if locks else None, venv, cfg)
     live = snapshot.live_for(old, venv_path, repo=repo, lock_path=path, progress=progress)
     return DiffDone(
         report=apply(_compared(old, live, path), cfg),
         fail_on=cfg.fail_on,
-        lock=str(path),
+        lock=_absolute(path),
         venv=live.venv.path,
     )
+
+
+def _absolute(path: Path) -> str:
+    """For JSON: absolute, and without the ``..`` a relative path brought along."""
+    return os.path.normpath(path.absolute())
 
 
 def apply(report: DriftReport, cfg: Config) -> DriftReport:
