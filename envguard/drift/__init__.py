@@ -47,7 +47,7 @@ def compare(
         *gpu.changes(old, new),
         *code.changes(old.code, new.code),
         *caches.changes(old, new),
-        *packages.changes(old, new, covered, moved),
+        *packages.changes(old, new, covered, moved, planned),
         *env.changes(old, new),
         *host.changes(old, new),
         *found,

@@ -47,21 +47,23 @@ def delta(old: Snapshot, new: Snapshot, installs: Sequence[set[str]] = ()) -> De
     )
 
 
-def changes(old: Snapshot, new: Snapshot, covered: set[str], moved: Delta) -> Iterator[Change]:
+def changes(
+    old: Snapshot, new: Snapshot, covered: set[str], moved: Delta, planned: bool = False
+) -> Iterator[Change]:
     """``covered`` names (torch, key libraries) have rows of their own but still count in,
-    and can root, the group they arrived with."""
+    and can root, the group they arrived with; ``planned``: ``new`` is a forecast."""
     was, now = old.versions(), new.versions()
     before = {d.name: was[d.name] for d in moved.changed}
     for group in moved.groups:
         if len(group.members) > 1 or group.members[0].name not in covered:
-            yield _group_change(group, before, now)
+            yield _group_change(group, before, now, planned)
     removed = [d for d in moved.removed if d.name not in covered]
     if removed:
         yield _removed_change(removed)
 
 
 def _group_change(
-    group: grouping.InstallGroup, before: dict[str, str], real: dict[str, str]
+    group: grouping.InstallGroup, before: dict[str, str], real: dict[str, str], planned: bool
 ) -> Change:
     """``real`` holds torch-family versions as their version.py says (2.11.0+cu130)."""
     members = tuple(
@@ -104,7 +106,8 @@ def _group_change(
         area="packages",
         subject=f"{len(members)} packages",
         members=members,
-        why=f"{text} together{root}{when}",
+        # an install not yet run has no time, and is said as one to come
+        why=f"would come in together: {text}{root}" if planned else f"{text} together{root}{when}",
     )
 
 
