@@ -86,7 +86,7 @@ def expand(paths: Iterable[Path]) -> list[Path]:
             key = file.resolve()
             if str(key) not in seen:
                 seen.add(str(key))
-                out.append(Path(os.path.normpath(file.absolute())))
+                out.append(Path(os.path.normpath(file)))  # as typed: messages name it so
     if not out:
         named = ", ".join(str(p) for p in paths)
         raise LockfileError(f"no node snapshots (*{lockfile.SUFFIX}) in {named}")

@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envguard.demo import incident
 from tests.conftest import uv_bin
@@ -174,3 +176,18 @@ def test_screen_matches_its_golden_file(screens: Screens, key: str) -> None:
         golden.write_text(text)
     assert golden.is_file(), f"no golden file {golden.name}: ENVGUARD_UPDATE_SCREENS=1 writes it"
     assert text == golden.read_text(), f"{key} changed; review, then ENVGUARD_UPDATE_SCREENS=1"
+
+
+@given(
+    st.lists(st.sampled_from(["word", "a", "longer-word", "x" * 12]), max_size=12),
+    st.integers(min_value=20, max_value=60),
+)
+def test_wrap_keeps_a_date_with_its_time_and_a_size_with_its_unit(
+    words: list[str], width: int
+) -> None:
+    from envguard.output.layout import wrap
+
+    text = " ".join([*words, "set aside 2026-11-30 21:54:26,", *words, "3.9 kB", "(journal #3)"])
+    lines = wrap(text, width, 2, first="")
+    for whole in ("2026-11-30 21:54:26", "3.9 kB", "(journal #3)"):
+        assert any(whole in line for line in lines), (whole, lines)  # on one line, whole

@@ -93,7 +93,8 @@ class Human:
         if hidden:
             names = listing(list(dict.fromkeys(c.subject for c in hidden)), most=4)
             text = f"and {plural(len(hidden), 'info change')}: {names} (-v shows them)"
-            yield from (self.p.paint(line, "dim") for line in wrap(text, self.p.width, 0))
+            lines = wrap(text, self.p.width, 2, first="")  # continued lines indented, as all
+            yield from (self.p.paint(line, "dim") for line in lines)
         if not self.expand and any(c.members for c in shown):
             yield self.p.paint("--expand lists the packages of each group", "dim")
         if self.show_patch:
@@ -212,10 +213,14 @@ class Human:
                 agreeing += 1
                 continue
             label = "drift" if node.fails else "ok"
-            facts = "; ".join(d.replace(" (lock) ", " ") for d in node.differs)
-            yield from headline(label, node.host, "", facts, self.p,
+            facts = [d.replace(" (lock) ", " ") for d in node.differs]
+            # the host with its first differing fact; the rest below it, one per line, so that a
+            # long one (a 12-digit cache fingerprint, a GPU list) never runs past the width
+            yield from headline(label, node.host, "", facts[0] if facts else "", self.p,
                                 label_style="bold red" if node.fails else "green",
                                 subject_width=width)  # fmt: skip
+            for fact in facts[1:]:
+                yield from wrap(fact, self.p.width, INDENT + width + 2)
             for change in node.changes:
                 yield from wrap(change, self.p.width)
         if agreeing:

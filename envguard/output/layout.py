@@ -21,6 +21,7 @@ _NBSP = "\u00a0"
 _SIZE = re.compile(r"(\d) (B|kB|MB|GB|TB)\b")
 _COUNT = re.compile(r"(?<![\d.])(\d+) ([a-z]+)")
 _LINES = re.compile(r"(\+\d+) ([−-]\d+)")
+_WHEN = re.compile(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d)")  # a date and its time of day
 INDENT = 10  # "critical  " and "warning   " line up the subjects
 ARROW = " → "
 
@@ -45,6 +46,7 @@ def wrap(text: str, width: int, indent: int = INDENT, first: str | None = None) 
     text = _SIZE.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "1.3 MB" stays whole
     text = _COUNT.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "8 distributions"
     text = _LINES.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "+1 −0"
+    text = _WHEN.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "2026-11-30 21:54:26"
     lines = textwrap.wrap(
         text,
         width=max(20, width),

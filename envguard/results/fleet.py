@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from envguard.results import Result
@@ -25,4 +27,6 @@ class FleetDone(Result):
     def to_dict(self) -> dict[str, Any]:
         # problems and notes always, as diff's notes: a reader need not guess an absent key
         report = {"problems": [], "notes": [], **self.report.to_dict()}
+        for node in report["nodes"]:  # absolute in JSON, as every path there
+            node["file"] = os.path.normpath(Path(node["file"]).absolute())
         return {"lockfile": self.lock, **report, "fail_on": self.fail_on}
