@@ -152,13 +152,14 @@ def cli(ctx: click.Context) -> None:
 
     \b
     Start with:
-      envguard demo                  the incident and its cure, in a temporary folder
-      envguard snapshot              record the training venv in lockfiles/
-      envguard diff                  what changed since, and why it matters
+      envguard demo        the incident and its cure, in a temporary folder
+      envguard snapshot    record the training venv in lockfiles/
+      envguard diff        what changed since, and why it matters
 
     \b
     Exit codes: 0 clean, 1 drift (or not restored), 2 error.
-    Shell completion: eval "$(_ENVGUARD_COMPLETE=bash_source envguard)" (zsh_source, fish_source).
+    Shell completion (bash; zsh_source, fish_source for the others):
+      eval "$(_ENVGUARD_COMPLETE=bash_source envguard)"
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
@@ -215,7 +216,7 @@ def snapshot(as_json: bool, **kw: Any) -> None:
 
     \b
     Examples:
-      envguard snapshot                          the training venv, into lockfiles/
+      envguard snapshot                        the training venv, into lockfiles/
       envguard snapshot --venv .venv --save-cache
 
     \b
@@ -325,7 +326,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
       envguard restore lockfiles/train.envguard.toml --dry-run
       envguard restore lockfiles/train.envguard.toml --all --yes
       envguard restore LOCK --find-links /wheels --offline     (air-gapped)
-      envguard restore --split datagen      (the polluted venv becomes tool datagen)
+      envguard restore --split datagen    (the polluted venv becomes tool datagen)
 
     \b
     Exit codes: 0 restored (or already matching), 1 not restored (the old venv is

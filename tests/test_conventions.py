@@ -428,3 +428,15 @@ def test_a_base_interpreter_out_of_reach_is_unknown_not_an_error(
     verdict = project.verdict(guard=False)
     assert verdict.exit_code == 0, verdict.human
     assert not any("cannot start" in c["why"] for c in verdict.changes)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], *([c] for c in ("snapshot", "diff", "restore", "fleet", "preflight", "run", "log",
+                         "export", "protect", "unprotect", "backups", "demo")),
+     ["tool"], ["tool", "add"]],
+)  # fmt: skip
+def test_help_fits_80_columns(command: list[str]) -> None:
+    code, out, _ = invoke(*command, "--help", env={"COLUMNS": "80"})
+    assert code == 0
+    assert [line for line in out.splitlines() if len(line) > 80] == []
