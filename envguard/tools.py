@@ -78,6 +78,7 @@ def add(
 ) -> Tool:
     """Build tool ``name`` from ``reqs`` beside ``train``; nothing is left if uv fails."""
     target = _new_place(train, name)
+    _lock_place(lockfiles, name)
     for req in reqs:
         _checked_requirement(req)
     if not reqs:
@@ -99,6 +100,7 @@ def adopt(train: Path, name: str, source: Path, lockfiles: Path) -> Tool:
     """Make the venv at ``source`` (a polluted training venv, moved aside by restore) tool
     ``name``: moved, its scripts pointed at their new place, locked."""
     target = _new_place(train, name)
+    _lock_place(lockfiles, name)
     old_paths = {str(train.absolute()), str(source.absolute())}
     source.rename(target)
     for old in old_paths:
@@ -218,6 +220,14 @@ def _read_marker(venv: Path) -> dict[str, Any]:
     from envguard.config import _read
 
     return _read(venv / MARKER)
+
+
+def _lock_place(lockfiles: Path, name: str) -> None:
+    """Refuse before building what could not be locked: a folder (or a device) where the
+    tool's lockfile goes would fail the lock after the venv was made, leaving half a tool."""
+    lock = lock_path(lockfiles, name)
+    if lock.exists() and not lock.is_file():
+        raise ToolError(f"{lock} is in the way of tool {name}'s lockfile: not a file")
 
 
 def _record(venv: Path, lockfiles: Path) -> Tool:

@@ -111,6 +111,17 @@ def test_refusals_leave_nothing_behind(
     assert not tools.exists() or [p.name for p in tools.iterdir()] == [".gitignore"]
 
 
+def test_a_folder_where_the_tool_lock_goes_is_refused_before_building(
+    project: Project, house: Path
+) -> None:
+    project.snapshot()
+    (project.root / "lockfiles" / "tools" / "plain.envguard.toml").mkdir(parents=True)
+    code, out, err = _add(project, house, "plain", "plainpkg==2.4")
+    assert code == 2 and out == "" and "in the way of tool plain's lockfile" in err
+    tools = project.root / ".venv.tools"
+    assert not tools.exists() or [p.name for p in tools.iterdir()] == [".gitignore"]
+
+
 def test_a_taken_name_is_refused(project: Project, house: Path) -> None:
     project.snapshot()
     assert _add(project, house, "plain", "plainpkg==2.4")[0] == 0
