@@ -303,3 +303,14 @@ def test_index_credentials_never_reach_the_plan_or_errors(tmp_path: Path, good) 
     assert "https://127.0.0.1:9/simple" in plan.stdout
     failed = envguard("restore", str(lock), "--yes", "--rebuild", "--offline", "--index-url", url)
     assert failed.returncode == 1 and secret not in failed.stdout + failed.stderr
+
+
+def test_pins_under_no_index_come_from_the_wheelhouse_not_the_default_index() -> None:
+    from envguard.restore.plan import Overrides, default_source
+
+    assert default_source(Overrides()) == "the default index"
+    assert default_source(Overrides(no_index=True, find_links=("/wheels",))) == "find-links /wheels"
+    assert default_source(Overrides(no_index=True)) == "no index (--no-index)"
+    assert (
+        default_source(Overrides(index_url="https://u:p@mirror/simple")) == "https://mirror/simple"
+    )

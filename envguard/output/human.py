@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -344,13 +345,19 @@ class Human:
             f"{self.p.paint('Restore plan', 'bold')} for {_p(plan.venv)}: Python {plan.python}, "
             f"{plural(len(plan.pins), 'pin')}; uv asks {plan.indexes}", self.p.width, 2, first="",
         )  # fmt: skip
-        shown = [pin for pin in plan.pins if full or pin.source != "the default index"]
+        # the pins from where most come are said once, in a count; the others one by one
+        common = Counter(pin.source for pin in plan.pins).most_common(1)
+        usual = common[0][0] if common else ""
+        shown = [pin for pin in plan.pins if full or pin.source != usual]
         width = min(36, max((len(pin.requirement) for pin in shown), default=0))
         for pin in shown:
             yield from headline("pin", pin.requirement, "", pin.source, self.p, subject_width=width)
         if len(shown) < len(plan.pins):
             rest = len(plan.pins) - len(shown)
-            yield f"and {plural(rest, 'pin')} from the default index (--dry-run lists every pin)"
+            yield from wrap(
+                f"and {plural(rest, 'pin')} from {usual} (--dry-run lists every pin)",
+                self.p.width, 2, first="",
+            )  # fmt: skip
         for line in plan.changes:
             name, _, values = line.partition(" ")
             old, _, new = values.partition(" → ")

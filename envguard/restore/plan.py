@@ -113,6 +113,14 @@ def target_path(venv: Path) -> Path:
     return venv.resolve() if venv.is_symlink() or venv.exists() else venv.absolute()
 
 
+def default_source(overrides: Overrides) -> str:
+    """Where a pin with no index of its own comes from, as people would say it."""
+    if overrides.no_index:  # --no-index: the wheelhouses alone
+        links = ", ".join(overrides.find_links)
+        return f"find-links {links}" if links else "no index (--no-index)"
+    return strip_url_credentials(overrides.index_url or "the default index")
+
+
 def _pin(
     dist: Distribution,
     build: PackageBuild | None,
@@ -123,7 +131,7 @@ def _pin(
         return None, f"recorded incompletely ({dist.problem})"
     if dist.direct_url:
         return _direct_pin(dist)
-    where = strip_url_credentials(overrides.index_url or "the default index")
+    where = default_source(overrides)
     if build is not None and build.index_url != PYPI_INDEX:
         # The PyTorch index carries the label in the wheel's own version: pin it exactly.
         source = build.index_url if indexes.torch_backend else where
