@@ -78,7 +78,10 @@ def descriptor(path: Path) -> int | None:
 def read_regular(path: Path, limit: int = 256 << 20) -> bytes:
     """``path``'s bytes, if it is a regular file (through links) of at most ``limit`` bytes:
     /dev/zero or a FIFO named as a lockfile or a journal would be read without end."""
-    if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO's open would wait
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(mode):  # before opening: a FIFO's open would wait
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     with path.open("rb") as fh:
         st = os.fstat(fh.fileno())
