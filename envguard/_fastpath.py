@@ -63,7 +63,7 @@ _COMMANDS = {
         choices={"fail_on": ("critical", "warning", "any")},
     ),
 }
-_PATHS = {"venv", "repo", "cache_dirs", "output", "locks"}
+_PATHS = {"venv", "repo", "cache_dirs", "locks"}  # snapshot's output stays a str, as in cli.py
 
 
 def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:

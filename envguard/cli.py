@@ -203,9 +203,9 @@ def demo(keep: Path | None) -> None:
 @click.option(
     "-o",
     "--output",
-    type=_PATH,
-    help="Lockfile path; %h is the hostname, %j $SLURM_JOB_ID, %r the rank "
-    "(default: lockfiles/NAME.envguard.toml at the project's root).",
+    type=click.Path(),  # a str: "DIR/" keeps its slash, and means a folder
+    help="Lockfile path, or a folder (DIR/); %h is the hostname, %j $SLURM_JOB_ID, %r the "
+    "rank (default: lockfiles/NAME.envguard.toml at the project's root).",
 )
 @click.option("--name", help="Snapshot name (default: the venv's prompt or folder name).")
 @click.option("--save-cache", is_flag=True, help="Also archive the compile caches beside it.")

@@ -113,8 +113,9 @@ def small_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["--venv", "{tmp}/missing"],
         ["--venv", "{tmp}/missing", "--json"],
         ["-o", "{tmp}/not-a-dir/x/../y.toml", "--cache-dir", "{tmp}/cache"],
+        ["-o", "{tmp}/newdir/"],
     ],
-    ids=["human", "quiet", "json", "name", "error", "error-json", "cache-dir"],
+    ids=["human", "quiet", "json", "name", "error", "error-json", "cache-dir", "into-folder"],
 )
 def test_the_hot_path_prints_writes_and_exits_as_click_does(
     extra: list[str], small_venv: Path, tmp_path: Path
@@ -128,6 +129,9 @@ def test_the_hot_path_prints_writes_and_exits_as_click_does(
     error = "missing" in " ".join(extra)
     written = _assert_same_runs(args, tmp_path, error, "--json" in extra)[3]
     assert bool(written) is not error  # a lockfile, or none at all
+    if extra and extra[-1].endswith("/"):  # "DIR/": a folder made, the lock named inside it
+        assert list(written) == ["train.envguard.toml"]
+        assert (tmp_path / "newdir").is_dir()
 
 
 def _assert_same_runs(

@@ -20,11 +20,14 @@ def run(
     repo: Path | None = None,
     cache_dirs: Sequence[Path] = (),
     default_caches: bool = True,
-    output: Path | None = None,
+    output: str | Path | None = None,
     name: str | None = None,
     save_cache: bool = False,
     progress: Progress | None = None,
 ) -> SnapshotDone:
+    # "DIR/" names a folder, made if need be; pathlib would drop the slash that says so
+    into_folder = isinstance(output, str) and output.endswith("/")
+    output = Path(output) if output else None
     if save_cache and output is not None and not _beside_ok(output):
         raise EnvguardError(
             f"--save-cache puts the archive beside the lockfile: {output} is a stream or a "
@@ -44,7 +47,7 @@ def run(
         if output
         else lockfile.default_path(snap.name, cfg.lockfiles)
     )
-    if path.is_dir():  # -o DIR: the lock goes inside it, named as usual; never over a folder
+    if into_folder or path.is_dir():  # -o DIR: the lock goes inside it, named as usual
         path = lockfile.default_path(snap.name, path)
     lockfile.write(path, snap)
     archive, size = None, 0
