@@ -655,10 +655,19 @@ def log(venv: Path | None, as_json: bool) -> None:
     "--venv", type=_PATH, help="The venv to check (default: where the installer would install)."
 )
 @click.option("--expand", is_flag=True, help="List the packages the install would bring.")
+@click.option("--only", metavar="AREA[,AREA]", help=f"Judge only these areas: {_AREAS}.")
+@click.option("--ignore", metavar="AREA[,AREA]", help="Do not judge these areas.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @_json_option
 @_common
-def preflight(venv: Path | None, expand: bool, as_json: bool, command: tuple[str, ...]) -> None:
+def preflight(
+    venv: Path | None,
+    expand: bool,
+    only: str | None,
+    ignore: str | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
     """What an install would change, before it runs; installs nothing.
 
     \b
@@ -672,7 +681,8 @@ def preflight(venv: Path | None, expand: bool, as_json: bool, command: tuple[str
     from envguard.commands import preflight as command_mod
 
     with _errors():
-        _emit(command_mod.run(_config(), command, venv=venv), expand=expand)
+        cfg = _config(only=only, ignore=ignore)
+        _emit(command_mod.run(cfg, command, venv=venv), expand=expand)
 
 
 @cli.command(name="protect", short_help="Pin torch, its CUDA wheels and triton against installs.")

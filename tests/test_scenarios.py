@@ -442,6 +442,20 @@ def test_preflight_with_uv_invents_nothing(project: Project) -> None:
     assert "2.11.0+cu128" in _torch_of(project.venv)  # nothing was installed
 
 
+def test_preflight_judges_only_the_areas_asked(project: Project) -> None:
+    """--only/--ignore as diff takes them: the critical torch swap ignored, packages left."""
+    import json
+
+    python = str(project.venv / "bin" / "python")
+    install = offline_install(project.house, "--python", python, "needs-new-torch")
+    code, out, err = invoke("preflight", "--json", "--ignore", "torch,cuda", "--", *install)
+    assert code == 0, err  # nothing critical left to stop it
+    areas = {c["area"] for c in json.loads(out)["result"]["changes"]}
+    assert areas and not areas & {"torch", "cuda"}
+    code, _, err = invoke("preflight", "--only", "torch", "--ignore", "torch", "--", *install)
+    assert code == 2 and "nothing left to judge" in err
+
+
 def test_preflight_with_pip_names_the_requirement(project: Project, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(project.venv)], check=True)
     project.install("torch==2.11.0+cu128", "transformers==5.6.0")
