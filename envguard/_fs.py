@@ -1,4 +1,6 @@
-"""Atomic writes: a reader sees the old file or the new one, never half of one."""
+"""Files, safely: atomic writes (a reader sees the old file or the new one, never half of
+one), streams and devices written through rather than replaced, regular files read within a
+limit, and envguard's own cache folder."""
 
 from __future__ import annotations
 
