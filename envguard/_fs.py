@@ -57,7 +57,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-_DESCRIPTOR = re.compile(r"/dev/(?:(stdout)|(stderr)|fd/(\d+))|/proc/self/fd/(\d+)")
+_DESCRIPTOR = re.compile(r"/dev/(?:(stdout)|(stderr)|fd/([0-9]+))|/proc/self/fd/([0-9]+)")
 
 
 def descriptor(path: Path) -> int | None:

@@ -32,7 +32,7 @@ def newer(old: str, new: str) -> bool | None:
 
 # N(.N)*(+local)? in its normal form: what torch's version.py says in practice, read without
 # importing packaging (and typing) on the snapshot's hot path; anything else goes to packaging.
-_PLAIN = re.compile(r"\d+(?:\.\d+)*(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?")
+_PLAIN = re.compile(r"[0-9]+(?:\.[0-9]+)*(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?", re.ASCII)
 
 
 def local(text: str) -> str | None:
