@@ -1,5 +1,6 @@
 """What every run of the command line shares, parsed by click or not: the common options'
-state (:class:`Ui`), the one error boundary, and printing a result with its exit code.
+state (:class:`Ui`), the one error boundary, printing a result with its exit code, and the
+commands both parsers run (``snapshot``, ``diff``) from their keywords.
 
 It imports neither click nor the core: ``cli.py`` and the click-free hot path
 (:mod:`envguard._fastpath`) both stand on it, so they cannot differ in what they print.
@@ -55,6 +56,29 @@ def config(**flags: Any) -> Config:
     from envguard import config as config_module
 
     return config_module.load().with_flags(**flags)
+
+
+def snapshot(kw: dict[str, Any]) -> None:
+    """``envguard snapshot`` from its parsed keywords (click's or the hot path's), and exit."""
+    from envguard.commands import snapshot as command
+
+    cfg = config()
+    with UI.progress() as step:
+        result = command.run(
+            cfg, progress=step, default_caches=not kw.pop("no_default_caches", False), **kw
+        )
+    emit(result)
+
+
+def diff(kw: dict[str, Any]) -> None:
+    """``envguard diff`` from its parsed keywords (click's or the hot path's), and exit."""
+    from envguard.commands import diff as command
+
+    view = {"expand": kw.pop("expand", False), "show_patch": kw.pop("show_patch", False)}
+    cfg = config(**{key: kw.pop(key, None) for key in ("fail_on", "only", "ignore")})
+    with UI.progress() as step:
+        result = command.run(cfg, kw.pop("locks", ()), progress=step, **kw)
+    emit(result, **view)
 
 
 def emit(result: Result, **view: Any) -> None:

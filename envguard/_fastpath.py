@@ -4,9 +4,9 @@ click costs more to import than the whole snapshot of a 200-distribution venv ta
 The hot path parses the plain forms of these two commands' own options and hands everything
 else (help, ``-v``, ``--color``, combined short flags, a value that looks like an option or is
 not one of a choice's, anything unknown) to click, which gives the one answer and the one
-error message for it. What runs after parsing is the same code click's commands call
-(:mod:`envguard._entry`, :mod:`envguard.commands`); ``tests/test_fastpath.py`` holds the two to
-the same keywords, output, files and exit codes.
+error message for it. What runs after parsing is the function click's commands call too
+(:func:`envguard._entry.snapshot`, :func:`envguard._entry.diff`); ``tests/test_fastpath.py``
+holds the two to the same keywords, output, files and exit codes.
 """
 
 from __future__ import annotations
@@ -104,36 +104,10 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
 
 
 def run(command: str, kw: dict[str, Any]) -> None:
-    """Run the command as cli.py's does, and exit."""
+    """Run the command as cli.py's does (the same :mod:`envguard._entry` function), and exit."""
     from envguard import _entry
 
     ui = _entry.UI
     ui.command, ui.verbosity, ui.as_json = command, -kw.pop("quiet"), kw.pop("as_json", False)
     with _entry.errors():
-        if command == "snapshot":
-            _snapshot(kw)
-        _diff(kw)
-
-
-def _snapshot(kw: dict[str, Any]) -> None:
-    from envguard import _entry
-    from envguard.commands import snapshot as command
-
-    cfg = _entry.config()
-    with _entry.UI.progress() as step:
-        result = command.run(
-            cfg, progress=step, default_caches=not kw.pop("no_default_caches", False), **kw
-        )
-    _entry.emit(result)
-
-
-def _diff(kw: dict[str, Any]) -> None:
-    from envguard import _entry
-    from envguard.commands import diff as command
-
-    view = {"expand": kw.pop("expand", False), "show_patch": kw.pop("show_patch", False)}
-    flags = {key: kw.pop(key, None) for key in ("fail_on", "only", "ignore")}
-    cfg = _entry.config(**flags)
-    with _entry.UI.progress() as step:
-        result = command.run(cfg, kw.pop("locks"), progress=step, **kw)
-    _entry.emit(result, **view)
+        (_entry.snapshot if command == "snapshot" else _entry.diff)(kw)

@@ -222,15 +222,10 @@ def snapshot(as_json: bool, **kw: Any) -> None:
     \b
     Exit codes: 0 recorded, 2 error.
     """
-    from envguard.commands import snapshot as command
+    from envguard import _entry
 
     with _errors():
-        cfg = _config()
-        with _UI.progress() as step:
-            result = command.run(
-                cfg, progress=step, default_caches=not kw.pop("no_default_caches"), **kw
-            )
-        _emit(result)
+        _entry.snapshot(kw)
 
 
 def _judging(command: F) -> F:
@@ -284,15 +279,15 @@ def diff(
     \b
     Exit codes: 0 no drift, 1 drift (at --fail-on), 2 error.
     """
-    from envguard.commands import diff as command
+    from envguard import _entry
 
     if len(locks) > 2:
         raise click.UsageError("give at most two lockfiles: LOCK, or LOCK_A LOCK_B")
     with _errors():
-        cfg = _config(fail_on=fail_on, only=only, ignore=ignore)
-        with _UI.progress() as step:
-            result = command.run(cfg, locks, venv=venv, repo=repo, progress=step)
-        _emit(result, expand=expand, show_patch=show_patch)
+        _entry.diff(
+            {"locks": locks, "venv": venv, "repo": repo, "fail_on": fail_on, "only": only,
+             "ignore": ignore, "expand": expand, "show_patch": show_patch}
+        )  # fmt: skip
 
 
 @cli.command(short_help="Rebuild the venv from the lock with uv; keep the old one.")
