@@ -32,7 +32,10 @@ def newer(old: str, new: str) -> bool | None:
 
 # N(.N)*(+local)? in its normal form: what torch's version.py says in practice, read without
 # importing packaging (and typing) on the snapshot's hot path; anything else goes to packaging.
-_PLAIN = re.compile(r"[0-9]+(?:\.[0-9]+)*(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?", re.ASCII)
+# A local segment is normal when it holds a letter, or is a number without leading zeros:
+# packaging turns an all-digit segment into an int, so '00' reads '0'.
+_SEGMENT = r"(?:[0-9]*[a-z][a-z0-9]*|0|[1-9][0-9]*)"
+_PLAIN = re.compile(rf"[0-9]+(?:\.[0-9]+)*(?:\+({_SEGMENT}(?:\.{_SEGMENT})*))?", re.ASCII)
 
 
 def local(text: str) -> str | None:

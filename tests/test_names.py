@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -30,6 +30,8 @@ def _local(text: str) -> str | None:
         ),
     )
 )
+@example("0+00")
+@example("1.0+A-01_b")
 def test_local_labels_as_packaging_reads_them(text: str) -> None:
     assert versions.local(text) == _local(text)
 
@@ -40,4 +42,14 @@ def test_the_labels_torch_builds_carry() -> None:
         ("2.11.0a0+git70d99e9", "git70d99e9"), ("2.11.0+CU130", "cu130"),
     ]  # fmt: skip
     for text, label in builds:
+        assert versions.local(text) == _local(text) == label
+
+
+def test_local_segments_normalised_as_packaging_does() -> None:
+    # each segment: digits lose leading zeros, '-'/'_' become '.', letters lowercase
+    cases = [
+        ("0+00", "0"), ("1.0+A-01_b", "a.1.b"), ("1+0a", "0a"), ("1+00a.007", "00a.7"),
+        ("1+a.0.010", "a.0.10"), ("2.4.0+rocm6.01", "rocm6.1"), ("1+007", "7"),
+    ]  # fmt: skip
+    for text, label in cases:
         assert versions.local(text) == _local(text) == label
