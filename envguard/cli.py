@@ -516,9 +516,35 @@ def tool_path(name: str, venv: Path | None) -> None:
         click.echo(command.path(_config(), name, venv=venv))
 
 
-@tool.command(
-    name="run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
-)
+class _CommandAfter(click.Command):
+    """``NAME [OPTIONS] [--] COMMAND...``, as ``uv run`` reads it: the options before the
+    command are envguard's (``--venv`` after NAME too), the command's start at its first
+    word or after ``--``, and an unknown one before it is an error, not the command's."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ours, theirs = self._split(args)
+        return super().parse_args(ctx, [*ours, "--", *theirs])
+
+    def _split(self, args: list[str]) -> tuple[list[str], list[str]]:
+        valued = {
+            opt for p in self.params if isinstance(p, click.Option) and not (p.is_flag or p.count)
+            for opt in p.opts
+        }  # fmt: skip
+        i, positional = 0, 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                return args[:i], args[i + 1 :]
+            if arg.startswith("-") and arg != "-":
+                i += 2 if arg in valued else 1  # --venv X; --venv=X and -q are one word
+                continue
+            if positional == 1:  # NAME is the one positional before the command
+                return args[:i], args[i:]
+            positional, i = positional + 1, i + 1
+        return args, []
+
+
+@tool.command(name="run", cls=_CommandAfter)
 @click.argument("name")
 @_tool_venv_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
@@ -526,9 +552,12 @@ def tool_path(name: str, venv: Path | None) -> None:
 def tool_run(name: str, venv: Path | None, command: tuple[str, ...]) -> None:
     """Run COMMAND as in the activated venv of tool NAME; exit with its code.
 
+    Options before COMMAND (or before --) are envguard's, as with uv run.
+
     \b
-    Example:
+    Examples:
       envguard tool run datagen -- python -m sglang.launch_server --model-path M
+      envguard tool run datagen --venv ../train/.venv -- python gen.py
     """
     from envguard.commands import tools as command_mod
 

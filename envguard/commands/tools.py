@@ -59,7 +59,6 @@ def path(cfg: Config, name: str, *, venv: Path | None) -> Path:
 def run(cfg: Config, name: str, command: Sequence[str], *, venv: Path | None) -> int:
     """COMMAND as in the activated tool venv; its output streamed, its exit code returned."""
     where = path(cfg, name, venv=venv)
-    command = command[1:] if command[:1] == ("--",) or command[:1] == ["--"] else command
     if not command:
         raise tools.ToolError(f"nothing to run: envguard tool run {name} -- COMMAND...")
     return _run.stream(list(command), env=in_venv(where))
