@@ -31,7 +31,7 @@ def pylock(lock: Snapshot, overrides: restore.Overrides, *, resolve: bool) -> by
     the_plan = restore.plan(lock, Path(lock.venv.path), None, overrides)
     if the_plan.skipped:
         raise EnvguardError(f"cannot export: {'; '.join(the_plan.skipped)}")
-    indexes = restore.indexes_for(lock, overrides)
+    indexes = restore.indexes_for(lock, the_plan.overrides)
     with tempfile.TemporaryDirectory(prefix="envguard-export-") as tmp:
         reqs = Path(tmp) / "requirements.in"
         reqs.write_text(restore.requirements_text(the_plan), encoding="utf-8")

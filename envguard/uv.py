@@ -1,8 +1,11 @@
 """The only place uv runs: find the binary, build argv, run it, turn failures into errors.
 
-uv's own ``UV_*`` settings reach it untouched: envguard passes flags only for what the
-lockfile or the user decided (the Python version, the pins, the indexes). Messages name
-exactly what uv was asked.
+envguard passes flags for what the lockfile or the user decided (the Python version, the
+pins, the indexes). Of the machine's ``UV_*`` settings only those that say where packages
+come from and how to reach them (a mirror, credentials, TLS, the cache's place) reach uv;
+those that would change what gets installed (constraints, overrides, ``exclude-newer``,
+``no-binary``, a system Python, a torch backend) never do, and ``PIP_*`` is pip's. Messages
+name exactly what uv was asked.
 """
 
 from __future__ import annotations
@@ -38,6 +41,37 @@ _NO_NETWORK = re.compile(
     r"error sending request|tcp connect error|Network is unreachable|"
     r"client error \(Connect\)|Temporary failure in name resolution",
     re.IGNORECASE,
+)
+
+
+# The user's machine decides where packages come from and how uv gets there: kept.
+_KEPT = re.compile(
+    r"UV_(CACHE_DIR|NO_CACHE|NO_CONFIG|CONFIG_FILE|OFFLINE|NO_PROGRESS|COLOR|"
+    r"INDEX_URL|EXTRA_INDEX_URL|DEFAULT_INDEX|INDEX|INDEX_\w+_(USERNAME|PASSWORD)|FIND_LINKS|"
+    r"KEYRING_PROVIDER|NATIVE_TLS|INSECURE_HOST|HTTP_TIMEOUT|HTTP_RETRIES|REQUEST_TIMEOUT|"
+    r"CONCURRENT_DOWNLOADS|CONCURRENT_INSTALLS|CONCURRENT_BUILDS|LINK_MODE|"
+    r"PYTHON_DOWNLOADS|PYTHON_INSTALL_DIR|PYTHON_INSTALL_MIRROR|PYPY_INSTALL_MIRROR|"
+    r"PYTHON_PREFERENCE|NO_MANAGED_PYTHON|MANAGED_PYTHON)"
+)
+
+
+def environ(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment envguard runs uv in: the machine's, less every ``UV_*`` that would
+    change what a sync of exact pins installs, less ``PIP_*`` and ``VIRTUAL_ENV`` (each uv
+    call names its interpreter with ``--python``)."""
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if not (k.startswith(("PIP_", "CONDA_")) or k == "VIRTUAL_ENV")
+        and (not k.startswith("UV_") or _KEPT.fullmatch(k))
+    }
+    return {**out, **(extra or {})}
+
+
+# Offline, uv read a cached index page naming a file it does not hold.
+_UNCACHED = re.compile(
+    r"Failed to download `([^`\n]{1,300})`[\s\S]{0,300}?Network connectivity is disabled, "
+    r"but the requested data wasn't found in the cache"
 )
 
 
@@ -111,7 +145,7 @@ def find_uv() -> str:
 
 def _uv(args: Sequence[str], timeout: float) -> Completed:
     try:
-        return run([find_uv(), *args], check=False, timeout=timeout)
+        return run([find_uv(), *args], check=False, timeout=timeout, env=environ())
     except CommandError as exc:
         raise UvError(str(exc)) from exc
 
@@ -225,6 +259,14 @@ def _fail(
         raise UvError(
             f"{what} could not reach {indexes.describe()}: {_last(done.stderr)}. No network? "
             "Pass --find-links DIR with the wheels, and --offline"
+        )
+    uncached = _UNCACHED.search(done.stderr)
+    if uncached:
+        raise UvError(
+            f"{what}: offline, and uv's cache knows {uncached.group(1)} from an earlier run's "
+            f"index page but does not hold its file ({indexes.describe()}): put the wheel in "
+            "a --find-links folder, or run without --offline",
+            [uncached.group(1)],
         )
     missing = missing_packages(done.stderr)
     if missing:

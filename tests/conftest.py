@@ -23,6 +23,23 @@ def uv_bin() -> str:
     return find_uv_bin()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One uv cache for the session, shared by its tests, and none of the machine's uv or pip
+    settings: the user's cache (which may hold index pages from earlier online runs), uv.toml
+    and ``UV_*``/``PIP_*`` never decide an outcome. Session-wide, before the session's
+    wheelhouses and venvs are built."""
+    cache = tmp_path_factory.mktemp("uv-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        for name in [k for k in os.environ if k.startswith(("UV_", "PIP_"))]:
+            mp.delenv(name)
+        mp.setenv("UV_CACHE_DIR", str(cache))
+        mp.setenv("UV_NO_CONFIG", "1")
+        mp.setenv("UV_OFFLINE", "1")
+        mp.setenv("UV_PYTHON_DOWNLOADS", "never")
+        yield cache
+
+
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the developer's real caches, venv or git identity."""
@@ -33,8 +50,6 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(base / "inductor"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(base / "triton"))
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
-    monkeypatch.setenv("UV_OFFLINE", "1")
-    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "t")
@@ -97,9 +112,6 @@ def repo(tmp_path: Path) -> Path:
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "known good")
     return root
-
-
-os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
 
 
 @pytest.fixture(scope="session")

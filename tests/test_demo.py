@@ -70,3 +70,27 @@ def test_keep_never_builds_over_existing_files(tmp_path: Path) -> None:
         f"error: --keep {tmp_path}: must be a new or empty folder"
     ]
     assert sorted(os.listdir(tmp_path)) == ["mine.txt"]
+
+
+def test_a_failed_act_ends_the_demo_with_its_error(tmp_path: Path) -> None:
+    # uv that builds venvs and installs but cannot sync: the cure fails
+    from tests.conftest import uv_bin
+
+    fake = tmp_path / "uv"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = sync ] && { echo "error: no space left" >&2; exit 2; }; done\n'
+        f'exec {uv_bin()} "$@"\n'
+    )
+    fake.chmod(0o755)
+    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1", "ENVGUARD_UV": str(fake)}
+    done = subprocess.run(
+        [sys.executable, "-m", "envguard", "demo"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "That was the incident" not in done.stdout
+    assert "$ envguard diff" not in done.stdout.split("$ envguard restore")[1]  # it stopped
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the demo stopped: `envguard restore` exited 1, not 0")
+    assert "no space left" in last and "Traceback" not in done.stderr

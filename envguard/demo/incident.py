@@ -3,6 +3,7 @@ brings (torch's cu130 build from PyPI, cu13 nvidia wheels, transformers 5.8.1, 4
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from envguard.demo.wheels import (
@@ -149,16 +150,16 @@ def newer_torch(house: Path) -> str:
     return "needs-new-torch"
 
 
-def install(venv: Path, house: Path, *reqs: str) -> None:
+def install(venv: Path, house: Path, *reqs: str, env: Mapping[str, str] | None = None) -> None:
     """``uv pip install`` of ``reqs`` into ``venv`` from the local wheelhouse, offline."""
+    from envguard import uv
     from envguard._run import run
-    from envguard.uv import find_uv
 
     python = str(venv / "bin" / "python")
     run(
-        [find_uv(), "pip", "install", "--quiet", "--offline", "--no-index", "--find-links",
+        [uv.find_uv(), "pip", "install", "--quiet", "--offline", "--no-index", "--find-links",
          str(house), "--python", python, *reqs],
-        timeout=300,
+        timeout=300, env=uv.environ() if env is None else env,
     )  # fmt: skip
 
 

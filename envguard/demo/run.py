@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envguard import _term
+from envguard._run import run as run_command
 from envguard.demo import incident
 from envguard.demo.cache import BuiltBy, make
 from envguard.errors import EnvguardError
@@ -38,14 +39,19 @@ def run(keep: Path | None = None, say: Callable[..., None] | None = None) -> int
     work = keep.absolute() if keep else Path(tempfile.mkdtemp(prefix="envguard-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        demo = _Demo(work, tell)
-        ok = demo.play()
+        _Demo(work, tell).play()
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
     where = f"kept in {work}" if keep else "its folder is removed"
     tell(f"That was the incident and its cure, in {time.perf_counter() - started:.1f} s ({where}).")
-    return 0 if ok else 1
+    return 0
+
+
+class ActFailed(EnvguardError):
+    """An act of the demo did not do what it shows: the demo stops there, with its error."""
+
+    exit_code = 1
 
 
 class _Demo:
@@ -55,8 +61,11 @@ class _Demo:
         self.venv = self.project / ".venv"
         self.before, self.after = work / "wheels-before", work / "wheels-after"
         self.lock = self.project / "lockfiles" / "train.envguard.toml"
+        # the demo's own wheels only: none of the machine's uv cache, config, index settings
         self.env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))},
+            "UV_CACHE_DIR": str(work / "uv-cache"),
+            "UV_NO_CONFIG": "1",
             "UV_OFFLINE": "1",
             "UV_PYTHON_DOWNLOADS": "never",
             "UV_NO_PROGRESS": "1",
@@ -72,14 +81,14 @@ class _Demo:
         for name in ("PIP_CONSTRAINT", "UV_CONSTRAINT", "ENVGUARD_VENV", "ENVGUARD_LOCK"):
             self.env.pop(name, None)
 
-    def play(self) -> bool:
+    def play(self) -> None:
         self.tell(
             f"Building a training project in {self.project}: a venv with torch 2.11.0+cu128 "
             "(CUDA 12.8) and transformers 5.6.0, a git repository, a warm compile cache."
         )
         self._build()
         self.tell("Recording the known-good environment, compile caches saved beside it:")
-        ok = self._envguard("snapshot", "--save-cache") == 0
+        self._envguard("snapshot", "--save-cache")
         self._git("add", "lockfiles")
         self._git("commit", "-q", "-m", "lock the known-good environment")
         self.tell(
@@ -88,16 +97,16 @@ class _Demo:
         )
         self._incident()
         self.tell("What changed since it last worked, and why it matters for training:")
-        ok &= self._envguard("diff") == 1
+        self._envguard("diff", expect=1)
         self.tell(
             "Putting it back: the venv rebuilt beside the old one (which is kept), the caches "
             "unpacked, the code checked out, the uncommitted experiment stashed:"
         )
         lock = str(self.lock.relative_to(self.project))
         restore = ("restore", lock, "--all", "--yes", "--find-links", str(self.before))
-        ok &= self._envguard(*restore, "--offline") == 0
+        self._envguard(*restore, "--offline")
         self.tell("And the same question again:")
-        ok &= self._envguard("diff") == 0
+        self._envguard("diff")
         self.tell(
             "Try it in your own training project (and commit lockfiles/ with your code):\n"
             "  envguard snapshot                         record the active venv (or ./.venv)\n"
@@ -105,7 +114,6 @@ class _Demo:
             "  envguard preflight -- uv pip install X    before an install: what it would do\n"
             "  envguard restore --dry-run                how it would put it back"
         )
-        return ok
 
     def _build(self) -> None:
         reqs = incident.known_good(self.before)
@@ -118,28 +126,40 @@ class _Demo:
         self._git("add", ".")
         self._git("commit", "-q", "-m", "known good")
         self._run([find_uv(), "venv", "--quiet", "--python", sys.executable, str(self.venv)])
-        incident.install(self.venv, self.before, *reqs)
+        incident.install(self.venv, self.before, *reqs, env=self.env)
         make(self.work / "inductor", BuiltBy())
 
     def _incident(self) -> None:
         reqs = incident.sglang_install(self.after)
-        incident.install(self.venv, self.after, *incident.SGLANG_INSTALL, *reqs)
+        incident.install(self.venv, self.after, *incident.SGLANG_INSTALL, *reqs, env=self.env)
         shutil.rmtree(self.work / "inductor")
         (self.project / "model.py").write_text(
             "def forward(x):\n    return x\n# experiment: a faster attention path\n"
         )
 
-    def _envguard(self, *args: str) -> int:
+    def _envguard(self, *args: str, expect: int = 0) -> None:
+        """Run one act as the user would, its screen on the terminal; an act that exits
+        otherwise than it should stops the demo with the act's own error line."""
         shown = " ".join(a if a != str(self.before) else "wheels-before/" for a in args)
         self.tell(f"$ envguard {shown}", command=True)
         argv = [sys.executable, "-m", "envguard", *args]
-        return subprocess.run(argv, cwd=self.project, env=self.env, check=False).returncode
+        done = subprocess.run(
+            argv, cwd=self.project, env=self.env, check=False, stderr=subprocess.PIPE, text=True
+        )
+        sys.stderr.write(done.stderr)
+        if done.returncode != expect:
+            errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+            why = errors[-1].removeprefix("error:").strip() if errors else "no error line"
+            raise ActFailed(
+                f"the demo stopped: `envguard {args[0]}` exited {done.returncode}, not "
+                f"{expect} ({why})"
+            )
 
     def _git(self, *args: str) -> None:
         self._run(["git", "-C", str(self.project), *args])
 
     def _run(self, argv: Sequence[str]) -> None:
-        subprocess.run(argv, env=self.env, check=True, capture_output=True)
+        run_command(argv, env=self.env, timeout=300)
 
 
 def _narrate(text: str, command: bool = False) -> None:

@@ -345,6 +345,8 @@ class Human:
             f"{self.p.paint('Restore plan', 'bold')} for {_p(plan.venv)}: Python {plan.python}, "
             f"{plural(len(plan.pins), 'pin')}; uv asks {plan.indexes}", self.p.width, 2, first="",
         )  # fmt: skip
+        if plan.sources:
+            yield from wrap(plan.sources, self.p.width, 2, first="  ")
         # the pins from where most come are said once, in a count; the others one by one
         common = Counter(pin.source for pin in plan.pins).most_common(1)
         usual = common[0][0] if common else ""

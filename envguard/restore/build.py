@@ -17,7 +17,7 @@ from envguard._run import run
 from envguard.errors import CommandError, EnvguardError, NotRestored
 from envguard.model import Record, Snapshot
 from envguard.restore import transaction
-from envguard.restore.plan import Overrides, Plan, indexes_for, requirements_text
+from envguard.restore.plan import Plan, indexes_for, requirements_text
 
 Progress = Callable[[str, int, int], None]
 VERIFIED_AREAS = ("python", "torch", "cuda", "libraries", "packages")
@@ -65,7 +65,6 @@ def import_check(python: Path) -> str:
 def execute(
     lock: Snapshot,
     the_plan: Plan,
-    overrides: Overrides,
     *,
     force: bool = False,
     verify_import: bool = False,
@@ -93,7 +92,9 @@ def execute(
             step("install", 0, len(the_plan.pins))
             reqs = paths.new / REQUIREMENTS
             reqs.write_text(requirements_text(the_plan), encoding="utf-8")
-            uv_backend.sync(paths.new / "bin" / "python", reqs, indexes_for(lock, overrides))
+            uv_backend.sync(
+                paths.new / "bin" / "python", reqs, indexes_for(lock, the_plan.overrides)
+            )
             reqs.unlink()
             step("verify", 0, 1)
             transaction.record(paths, "verifying")

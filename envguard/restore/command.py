@@ -101,7 +101,6 @@ def run(
                 else build.execute(
                     req.lock,
                     the_plan,
-                    req.overrides,
                     force=req.force,
                     verify_import=req.verify_import,
                     python=req.python,

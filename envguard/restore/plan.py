@@ -5,7 +5,7 @@ The plan is a pure function: every pin, where it comes from, what changes and wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envguard import grouping
@@ -14,6 +14,7 @@ from envguard.errors import EnvguardError
 from envguard.model import Distribution, PackageBuild, Record, Snapshot
 from envguard.probes.torch import PYPI_INDEX
 from envguard.redact import strip_url_credentials
+from envguard.restore import wheelhouse
 from envguard.versions import same
 
 
@@ -31,20 +32,7 @@ class Removal(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Plan(Record):
-    venv: str
-    python: str
-    pins: tuple[Pin, ...]
-    indexes: str  # how uv is pointed at indexes, in words
-    skipped: tuple[str, ...] = ()  # lock entries that cannot be pinned, with the reason
-    removals: tuple[Removal, ...] = ()  # what the current venv has that the lock does not
-    changes: tuple[str, ...] = ()  # "torch 2.11.0+cu130 → 2.11.0+cu128"
-    replaces_existing: bool = False
-    system_site_packages: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class Overrides:
+class Overrides(Record):
     """The user's index flags.
 
     --index-url, --extra-index-url and --no-index replace the indexes inferred from the lock;
@@ -62,6 +50,21 @@ class Overrides:
 
     def given(self) -> bool:
         return self.replaces() or bool(self.find_links) or self.offline
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan(Record):
+    venv: str
+    python: str
+    pins: tuple[Pin, ...]
+    indexes: str  # how uv is pointed at indexes, in words
+    sources: str = ""  # why uv is pointed there, when envguard decided it (offline wheelhouse)
+    overrides: Overrides = field(default_factory=lambda: Overrides())  # what uv is given
+    skipped: tuple[str, ...] = ()  # lock entries that cannot be pinned, with the reason
+    removals: tuple[Removal, ...] = ()  # what the current venv has that the lock does not
+    changes: tuple[str, ...] = ()  # "torch 2.11.0+cu130 → 2.11.0+cu128"
+    replaces_existing: bool = False
+    system_site_packages: bool = False
 
 
 def indexes_for(lock: Snapshot, overrides: Overrides) -> uv_backend.Indexes:
@@ -85,6 +88,28 @@ def plan(lock: Snapshot, venv: Path, current: Snapshot | None, overrides: Overri
             f"{venv} is a {current.venv.kind}, not a venv: restore builds venvs "
             "and will not replace it; pass --venv NEW_PATH"
         )
+    pins, skipped = _pins(lock, overrides)
+    overrides, why = wheelhouse.sources(lock.python.version, overrides, pins)
+    if why:  # envguard chose the sources: each pin says the one it got
+        pins, skipped = _pins(lock, overrides)
+    indexes = indexes_for(lock, overrides)
+    return Plan(
+        venv=str(target_path(venv)),
+        python=lock.python.version,
+        pins=tuple(pins),
+        indexes=indexes.describe(),
+        sources=why,
+        overrides=overrides,
+        skipped=tuple(skipped),
+        removals=_removals(lock, current),
+        changes=_changes(lock, current),
+        replaces_existing=current is not None,
+        system_site_packages=lock.venv.system_site_packages,
+    )
+
+
+def _pins(lock: Snapshot, overrides: Overrides) -> tuple[list[Pin], list[str]]:
+    """Every locked package as a requirement line, or why it cannot be one."""
     builds = {b.name: b for b in (lock.torch, *lock.torch_family) if b}
     indexes = indexes_for(lock, overrides)
     pins, skipped = [], []
@@ -94,17 +119,7 @@ def plan(lock: Snapshot, venv: Path, current: Snapshot | None, overrides: Overri
             pins.append(pin)
         else:
             skipped.append(f"{dist.name} {dist.version}: {reason}")
-    return Plan(
-        venv=str(target_path(venv)),
-        python=lock.python.version,
-        pins=tuple(pins),
-        indexes=indexes.describe(),
-        skipped=tuple(skipped),
-        removals=_removals(lock, current),
-        changes=_changes(lock, current),
-        replaces_existing=current is not None,
-        system_site_packages=lock.venv.system_site_packages,
-    )
+    return pins, skipped
 
 
 def target_path(venv: Path) -> Path:
