@@ -25,7 +25,6 @@ from envguard.demo.incident import known_good, swap_in_sglang
 from tests.conftest import make_venv, uv_bin, uv_install
 from tests.test_cli import envguard
 
-
 # PyPI's numpy is a manylinux wheel for this very CPython: a better match than a wheelhouse's
 # py3-none-any, which is why uv picks the index's file.
 _TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -134,9 +133,7 @@ def test_an_offline_restore_from_a_wheelhouse_ignores_the_index_pages_uv_cached(
     swap_in_sglang(venv, tmp_path / "after")
     env = _used_machine(tmp_path, index[0])
     monkeypatch.delenv("UV_NO_CONFIG")
-    done = envguard(
-        "restore", str(lock), "--find-links", str(house), "--offline", "--yes", env=env
-    )
+    done = envguard("restore", str(lock), "--find-links", str(house), "--offline", "--yes", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "uv reads only that (--no-index)" in " ".join(done.stdout.split())
     restored = snapshot.take(venv, with_code=False).versions()
@@ -156,9 +153,7 @@ def test_an_offline_restore_says_which_pins_the_wheelhouse_lacks(
         wheel.unlink()  # the folder cannot serve numpy: only uv's cache could
     env = _used_machine(tmp_path, index[0])
     monkeypatch.delenv("UV_NO_CONFIG")
-    done = envguard(
-        "restore", str(lock), "--find-links", str(house), "--offline", "--yes", env=env
-    )
+    done = envguard("restore", str(lock), "--find-links", str(house), "--offline", "--yes", env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     plan = " ".join(done.stdout.split())
     assert f"1 of 8 pins are not in {house} (numpy==2.3.0)" in plan
