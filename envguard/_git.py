@@ -1,7 +1,7 @@
 """The one door to git: GitPython opens repositories, every command goes through ``run``.
 
 A failing git command (a locked index, a missing commit, a broken repository) becomes a
-:class:`~envguard.errors.RepoError` naming the command and git's own last line, never a
+:class:`~envguard.errors.RepoError` naming the command and git's own reason, never a
 GitPython traceback.
 """
 
@@ -44,7 +44,7 @@ def open_repo(path: Path, *, required: bool) -> Any:
             raise RepoError(f"{path}: not inside a git repository") from exc
         return None
     except git.GitError as exc:
-        raise RepoError(f"{path}: unusable git repository ({_last_line(exc)})") from exc
+        raise RepoError(f"{path}: unusable git repository ({_reason(exc)})") from exc
     if repo.bare:
         if required:
             raise RepoError(f"{path}: a bare repository has no working tree")
@@ -70,7 +70,7 @@ def run(repo: Any, *args: str, check: bool = True) -> bytes:
 
 
 def _why(repo: Any, exc: Any) -> str:
-    """git's own last line; some commands (stash) fail silently, so a held index lock, the
+    """git's own reason; some commands (stash) fail silently, so a held index lock, the
     usual cause, is named from the repository itself."""
     lock = Path(repo.git_dir) / "index.lock"
     if lock.exists():
@@ -79,7 +79,7 @@ def _why(repo: Any, exc: Any) -> str:
             "then remove that file)"
         )
     stderr = str(getattr(exc, "stderr", "") or "").strip()
-    return _last_line(exc) if stderr else f"exit code {getattr(exc, 'status', '?')}"
+    return _reason(exc) if stderr else f"exit code {getattr(exc, 'status', '?')}"
 
 
 def text(repo: Any, *args: str, check: bool = True) -> str:
@@ -103,7 +103,36 @@ def _verb(args: tuple[str, ...]) -> str:
     return words[0] if words else "command"
 
 
-def _last_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "stderr", "") or exc).strip().strip("'\"").strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1].removeprefix("stderr: ").strip("'\" ") if lines else type(exc).__name__
+SAYS = ("error:", "fatal:")
+
+
+def _reason(exc: BaseException) -> str:
+    """What git says went wrong: its first ``error:``/``fatal:`` line (else its first line that
+    is no hint), with the paths it lists after a colon. Its last line is often neither
+    (``Aborting``, or a ``hint:`` on how to silence the advice)."""
+    lines = _stderr_lines(exc)
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(SAYS)]
+    starts = starts or [i for i, ln in enumerate(lines) if not ln.startswith("hint:")]
+    if not starts:
+        return type(exc).__name__
+    at = starts[0]
+    head = lines[at].removeprefix("error:").removeprefix("fatal:").strip()
+    return f"{head} {_listed(lines[at + 1 :])}".strip() if head.endswith(":") else head
+
+
+def _listed(rest: list[str]) -> str:
+    """The paths under a line ending in a colon: indented (checkout), or plain up to the next
+    error or hint (add)."""
+    indented = bool(rest) and rest[0][:1].isspace()
+    items = []
+    for line in rest:
+        if (indented and not line[:1].isspace()) or line.startswith((*SAYS, "hint:")):
+            break
+        items.append(line.strip())
+    return ", ".join(items[:3]) + (" …" if len(items) > 3 else "")
+
+
+def _stderr_lines(exc: BaseException) -> list[str]:
+    """git's stderr as lines, indentation kept; GitPython wraps it in ``stderr: '…'``."""
+    text = str(getattr(exc, "stderr", "") or exc).strip().removeprefix("stderr:").strip()
+    return [ln.rstrip() for ln in text.strip("'\"").splitlines() if ln.strip()]

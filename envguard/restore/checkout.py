@@ -72,7 +72,7 @@ def restore_code(
     mine = _own_files(repo, root, own)
     keep_out = _excluded(root, mine, venvs)
     _refuse_ignored_clashes(repo, state.head, keep_out)
-    saved = _stash(repo, keep_out)
+    saved = _stash(repo, _stashable(repo, keep_out))
     if saved:
         tell(saved)
     before = _git.text(repo, "rev-parse", "HEAD")
@@ -164,6 +164,23 @@ def _excluded(root: Path, own: set[str], venvs: Iterable[Path]) -> list[str]:
     for cfg in root.glob("*/pyvenv.cfg"):  # an unignored venv at the top of the repo
         specs.append(f":(exclude,literal){cfg.parent.name}")
     return specs
+
+
+def _stashable(repo: Any, keep_out: list[str]) -> list[str]:
+    """The exclusions less those naming a path git ignores (a venv under ``.venv/`` in
+    .gitignore, an ignored lockfiles/). ``git stash push`` runs ``git add`` on its pathspec,
+    and git (2.39) takes an exclusion of an ignored path for a request to add it: it refuses,
+    half-way through the stash. An ignored path is never stashed, so it needs no exclusion."""
+    literal = ":(exclude,literal)"
+    named = [spec.removeprefix(literal) for spec in keep_out if spec.startswith(literal)]
+    if not named:
+        return keep_out
+    # check-ignore reads each name as a path, not a pattern; -z needs --stdin, and with
+    # quotepath off only a name holding a quote or a control character comes back quoted
+    # (its exclusion is then kept)
+    said = _git.text(repo, "-c", "core.quotepath=off", "check-ignore", "--", *named, check=False)
+    ignored = {f"{literal}{path}" for path in said.splitlines()}
+    return [spec for spec in keep_out if spec not in ignored]
 
 
 def _refuse_ignored_clashes(repo: Any, head: str, keep_out: list[str]) -> None:
