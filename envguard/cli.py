@@ -325,7 +325,8 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
 
     \b
     Exit codes: 0 restored (or already matching), 1 not restored (the old venv is
-    untouched), 2 error.
+    untouched), 2 error, 3 partly restored (--all: some parts restored, the others
+    not, each said with its reason).
     """
     from envguard import lockfile, targets
     from envguard.restore import command
@@ -349,7 +350,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
         )
         plan, unchanged = command.prepare(req)
         human = _UI.human()
-        if plan is not None and not as_json:
+        if plan is not None and not as_json and (_UI.verbosity >= 0 or dry_run):
             click.echo(human.restore_plan(plan, full=dry_run, unchanged=unchanged), nl=False)
         if plan is not None and plan.replaces_existing and not (yes or dry_run or unchanged):
             if not sys.stdin.isatty():

@@ -845,3 +845,49 @@ def test_all_without_saved_caches_still_restores_the_code(project: Project) -> N
     code, out, err = _restore(project, "--all", "--rebuild")
     assert code == 0, err
     assert "no compile caches were saved" in out and "Restored code" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# --all: each part is done if it can be, and each says what happened
+
+
+def test_all_with_a_cache_for_another_torch_restores_the_rest_and_says_partly(
+    project: Project,
+) -> None:
+    shutil.rmtree(project.cache)
+    make(project.cache, BuiltBy(torch="2.11.0+cu130", cuda="13.0"))
+    project.snapshot("--save-cache")
+    project.install("plainpkg==2.5")
+    project.write("model.py", "def forward(x):\n    return 3 * x\n")  # left dirty
+    code, out, err = _restore(project, "--all")
+    assert code == 3, out + err
+    assert "match the lock" in out  # the venv was restored
+    assert "Not restored: the caches: the saved inductor cache would not be reused" in " ".join(
+        out.split()
+    )
+    assert "Restored code" in out  # the code was put back all the same
+    assert git(project.root, "status", "--porcelain", "--untracked-files=no") == ""
+    last = err.strip().splitlines()
+    assert len(last) == 1 and last[0].startswith("error: partly restored: venv, code restored;")
+    assert "not restored caches: the saved inductor cache would not be reused" in last[0]
+    code, out, _ = _restore(project, "--all", "--json")
+    doc = json.loads(out)
+    assert code == 3 and doc["exit_code"] == 3
+    assert [f["part"] for f in doc["result"]["failed"]] == ["caches"]
+
+
+def test_quiet_restore_says_the_verdict_not_the_plan(project: Project) -> None:
+    project.snapshot()
+    project.install("plainpkg==2.5")
+    code, out, err = _restore(project, "-q")
+    assert code == 0, err
+    assert "Restore plan" not in out and "changes" not in out
+    assert "Restored " in out
+
+
+def test_a_split_dry_run_says_the_split(project: Project) -> None:
+    project.snapshot()
+    project.install("plainpkg==2.5")
+    code, out, err = _restore(project, "--split", "datagen", "--dry-run")
+    assert code == 0, err
+    assert "the old venv becomes tool datagen at" in " ".join(out.split())

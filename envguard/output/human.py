@@ -176,6 +176,8 @@ class Human:
             f"{plural(len(snap.packages), 'distribution')}, {torch}",
             self.p.width, 2, first="",
         )  # fmt: skip
+        if r.venv_from:  # which venv, and why that one: an implicit pick is not a surprise
+            yield from wrap(r.venv_from, self.p.width, 18, first=f"  {'venv from':<15} ")
         for what, value in _facts(snap):
             yield from wrap(value, self.p.width, 18, first=f"  {what:<15} ")
         if r.archive:
@@ -371,16 +373,22 @@ class Human:
             yield from wrap(line, self.p.width, INDENT, first=self.p.paint("cannot pin", "yellow"))
         if plan.system_site_packages:
             yield "the venv sees the base interpreter's packages (--system-site-packages)"
+        if plan.split:
+            yield from wrap(
+                f"the old venv becomes tool {plan.split} at {_p(plan.split_to)}, as it is, "
+                "instead of a backup", self.p.width, 2, first="",
+            )  # fmt: skip
         if not plan.replaces_existing:
             yield f"{_p(plan.venv)} does not exist yet: it will be created"
 
     def restore_step(self, step: Any) -> str:
         from envguard.restore.build import Outcome
+        from envguard.restore.command import PartFailed
         from envguard.restore.parts import CacheStep, CodeStep, WorkMoved
 
         steps: dict[type, Callable[[Any], Iterator[str]]] = {
             Outcome: self._venv_step, CacheStep: self._cache_step, CodeStep: self._code_step,
-            WorkMoved: self._work_moved,
+            WorkMoved: self._work_moved, PartFailed: self._part_failed,
         }  # fmt: skip
         return block(steps[type(step)](step))
 
@@ -423,6 +431,13 @@ class Human:
                 f"{self.p.paint('Restored cache', 'bold green')}: {kind}, "
                 f"{plural(files, 'file')} into {_p(path)}", self.p.width, 2, first="",
             )  # fmt: skip
+
+    def _part_failed(self, failed: Any) -> Iterator[str]:
+        label = {"venv": "the venv", "caches": "the caches", "code": "the code"}[failed.part]
+        yield from wrap(
+            f"{self.p.paint('Not restored', 'bold red')}: {label}: {failed.reason}",
+            self.p.width, 2, first="",
+        )  # fmt: skip
 
     def _work_moved(self, moved: Any) -> Iterator[str]:
         if moved.stash:

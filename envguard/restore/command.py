@@ -1,9 +1,13 @@
 """``envguard restore`` as one decision in the core: which steps, in which order, and what
 the user is told when a later step fails after an earlier one changed something.
 
-Steps run venv → caches → code. Each finished step is reported (``on_step``) as soon as it is
-done, so that a stash of the user's work is always said, even when the next step fails; the
-result carries every finished step and the error that stopped the rest, with its exit code.
+Steps run venv → caches → code. Each is done if it can be, whatever another did: a cache
+built for another torch does not leave the code dirty, and a venv uv cannot build does not
+keep the caches or the code from being put back. Each finished step is reported
+(``on_step``) as soon as it is done, so that a stash of the user's work is always said; a
+step that could not be done is reported with its reason (:class:`PartFailed`). The exit code
+is 0 when every step was done, :data:`PARTLY` when some were and some not, else the failed
+step's own (1 not restored, 2 error).
 """
 
 from __future__ import annotations
@@ -17,7 +21,19 @@ from envguard.model import Record, Snapshot
 from envguard.restore import build, parts
 from envguard.restore.plan import Overrides, Plan, plan, target_path
 
-Step = build.Outcome | parts.CacheStep | parts.CodeStep | parts.WorkMoved
+PARTLY = 3  # some of the asked parts were restored, some not
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartFailed(Record):
+    """A part of the restore that was not done, and why; the others went on."""
+
+    part: str  # "venv", "caches" or "code"
+    reason: str
+    exit_code: int
+
+
+Step = build.Outcome | parts.CacheStep | parts.CodeStep | parts.WorkMoved | PartFailed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,8 +69,13 @@ class Result(Record):
     caches: parts.CacheStep | None = None
     code: parts.CodeStep | None = None
     saved: str | None = None  # the stash of the user's work, said even when code failed
-    error: str | None = None  # what stopped the steps after the finished ones
+    failed: tuple[PartFailed, ...] = ()  # the parts not done, each with its reason
+    error: str | None = None  # what was not restored, in one line
     exit_code: int = 0
+
+    def done_parts(self) -> list[str]:
+        return [p for p, step in (("venv", self.venv), ("caches", self.caches),
+                                  ("code", self.code)) if step is not None]  # fmt: skip
 
 
 def prepare(req: Request) -> tuple[Plan | None, bool]:
@@ -62,12 +83,15 @@ def prepare(req: Request) -> tuple[Plan | None, bool]:
     if not req.venv_step:
         return None, False
     _refuse_what_is_not_a_venv(req.target)
+    split_to = ""
     if req.split:
         from envguard import tools
 
-        tools.check_new(req.target, req.split)
+        split_to = str(tools.check_new(req.target, req.split))
     current = _current(req.target)
     the_plan = plan(req.lock, req.target, current, req.overrides)
+    if req.split:
+        the_plan = replace(the_plan, split=req.split, split_to=split_to)
     if the_plan.skipped and not (req.allow_missing or req.dry_run):
         raise NotRestored(
             f"{len(the_plan.skipped)} of the lock's packages cannot be pinned "
@@ -93,50 +117,82 @@ def run(
 ) -> Result:
     result = Result(lock=str(req.lock_path), dry_run=req.dry_run, plan=the_plan)
     tell = on_step or (lambda step: None)
-    try:
-        if the_plan is not None and not req.dry_run:
-            outcome = (
-                build.Outcome(venv=str(req.target), unchanged=True, plan=the_plan)
-                if unchanged
-                else build.execute(
-                    req.lock,
-                    the_plan,
-                    force=req.force,
-                    verify_import=req.verify_import,
-                    python=req.python,
-                    progress=progress,
-                )
-            )
-            if req.split and outcome.backup:
-                outcome = _split(req, outcome)
-            result = replace(result, venv=outcome)
-            tell(outcome)
-        if req.caches_step:
-            # --all restores the caches that were saved; with none saved there is nothing to do
-            optional = req.venv_step and req.code_step
-            step = parts.caches(
-                req.lock_path, req.lock, req.target, dry_run=req.dry_run, optional=optional
-            )
-            result = replace(result, caches=step)
-            tell(step)
-        if req.code_step:
-            where: list[str | None] = [None]
+    parts_asked: list[tuple[str, Callable[[Result], Result]]] = []
+    if the_plan is not None and not req.dry_run:
+        parts_asked.append(("venv", lambda r: _venv(req, the_plan, unchanged, r, tell, progress)))
+    if req.caches_step:
+        parts_asked.append(("caches", lambda r: _caches(req, r, tell)))
+    saved: list[str | None] = [None]  # the stash of the user's work, said even when code failed
+    if req.code_step:
+        parts_asked.append(("code", lambda r: _code(req, r, tell, saved)))
+    for name, part in parts_asked:
+        try:
+            result = part(result)
+        except EnvguardError as exc:
+            failed = PartFailed(part=name, reason=str(exc), exit_code=exc.exit_code)
+            result = replace(result, failed=(*result.failed, failed))
+            if len(parts_asked) > 1:  # alone, the error line says it
+                tell(failed)
+    return _verdict(replace(result, saved=saved[0]))
 
-            def moved(stash: str | None) -> None:
-                where[0] = stash
-                tell(parts.WorkMoved(stash=stash))
 
-            try:
-                code = parts.code(
-                    req.lock_path, req.lock, req.repo, dry_run=req.dry_run, on_work=moved
-                )
-            finally:
-                result = replace(result, saved=where[0])
-            result = replace(result, code=code)
-            tell(code)
-    except EnvguardError as exc:
-        return replace(result, error=str(exc), exit_code=exc.exit_code)
-    return result
+def _verdict(result: Result) -> Result:
+    if not result.failed:
+        return result
+    first = result.failed[0]
+    if not result.done_parts():
+        return replace(result, error=first.reason, exit_code=first.exit_code)
+    done = ", ".join(result.done_parts())
+    why = "; ".join(f"{f.part}: {f.reason}" for f in result.failed)
+    return replace(
+        result, error=f"partly restored: {done} restored; not restored {why}", exit_code=PARTLY
+    )
+
+
+def _venv(
+    req: Request,
+    the_plan: Plan,
+    unchanged: bool,
+    result: Result,
+    tell: Callable[[Step], None],
+    progress: build.Progress | None,
+) -> Result:
+    outcome = (
+        build.Outcome(venv=str(req.target), unchanged=True, plan=the_plan)
+        if unchanged
+        else build.execute(
+            req.lock,
+            the_plan,
+            force=req.force,
+            verify_import=req.verify_import,
+            python=req.python,
+            progress=progress,
+        )
+    )
+    if req.split and outcome.backup:
+        outcome = _split(req, outcome)
+    tell(outcome)
+    return replace(result, venv=outcome)
+
+
+def _caches(req: Request, result: Result, tell: Callable[[Step], None]) -> Result:
+    # --all restores the caches that were saved; with none saved there is nothing to do
+    optional = req.venv_step and req.code_step
+    step = parts.caches(req.lock_path, req.lock, req.target, dry_run=req.dry_run, optional=optional)
+    tell(step)
+    return replace(result, caches=step)
+
+
+def _code(
+    req: Request, result: Result, tell: Callable[[Step], None], saved: list[str | None]
+) -> Result:
+    def moved(stash: str | None) -> None:
+        saved[0] = stash
+        tell(parts.WorkMoved(stash=stash))
+
+    code = parts.code(req.lock_path, req.lock, req.repo, dry_run=req.dry_run, on_work=moved)
+    tell(code)
+    return replace(result, code=code)
 
 
 def _split(req: Request, outcome: build.Outcome) -> build.Outcome:

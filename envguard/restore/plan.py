@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from envguard import grouping
 from envguard import uv as uv_backend
@@ -65,6 +66,14 @@ class Plan(Record):
     changes: tuple[str, ...] = ()  # "torch 2.11.0+cu130 → 2.11.0+cu128"
     replaces_existing: bool = False
     system_site_packages: bool = False
+    split: str = ""  # restore --split: the old venv becomes this tool instead of a backup
+    split_to: str = ""  # and goes there
+
+    def to_dict(self) -> dict[str, Any]:
+        # what uv is given may carry index credentials: ``indexes`` says it, without them
+        out = super().to_dict()
+        out.pop("overrides", None)
+        return out
 
 
 def indexes_for(lock: Snapshot, overrides: Overrides) -> uv_backend.Indexes:
