@@ -3,13 +3,16 @@
 Flags first, then ``ENVGUARD_*`` and the project's config (:mod:`envguard.config`), then
 what the project's lock recorded, then the active venv, then ``./.venv``. The lock's own venv
 comes before whatever venv happens to be active, so that pre-commit's or a tool's venv, or the
-venv envguard itself was installed into, is never compared by accident.
+venv envguard itself was installed into, is never compared by accident: envguard's own venv
+(``sys.prefix``), active, gives way to ``./.venv``, and without one is refused unless
+``--venv`` names it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import _fs, lockfile
@@ -19,12 +22,27 @@ from envguard.model import Snapshot
 from envguard.probes.venv import locate
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """A venv a command works on, and why that one, as the screen says it."""
+
+    path: Path
+    why: str  # "--venv", "ENVGUARD_VENV", "the active venv ($VIRTUAL_ENV)", "./.venv", ...
+
+
 def venv(explicit: Path | None, cfg: Config) -> Path:
     """The venv a command that records one works on (``snapshot``): --venv, the configured
     venv, the active venv, ``.venv`` here or at the project's root."""
-    for candidate in (explicit, cfg.venv):
-        if candidate is not None:
-            return candidate
+    return chosen_venv(explicit, cfg).path
+
+
+def chosen_venv(explicit: Path | None, cfg: Config) -> Chosen:
+    """:func:`venv`, with why it is that one."""
+    if explicit is not None:
+        return Chosen(explicit, "--venv")
+    if cfg.venv is not None:
+        named = os.environ.get("ENVGUARD_VENV", "").strip()  # over the file, as config reads it
+        return Chosen(cfg.venv, "ENVGUARD_VENV" if named else f"venv in {Path(cfg.source).name}")
     return _active_or_local(cfg)
 
 
@@ -39,7 +57,7 @@ def venv_for(lock: Snapshot, explicit: Path | None, cfg: Config) -> Path:
     if recorded.is_dir():
         return recorded
     try:
-        return _active_or_local(cfg)
+        return _active_or_local(cfg).path
     except VenvError:
         raise VenvError(
             f"the lock's venv {recorded} does not exist here: pass --venv PATH"
@@ -64,17 +82,22 @@ def recorded(explicit: Path | None, cfg: Config) -> Path:
     return venv(explicit, cfg)
 
 
-def _active_or_local(cfg: Config) -> Path:
+def _active_or_local(cfg: Config) -> Chosen:
     active = os.environ.get("VIRTUAL_ENV")
-    local = [p for p in (Path(".venv"), cfg.root / ".venv") if p.is_dir()]
-    # the venv envguard runs from, activated to run it, is not the one to judge when the
-    # project has its own
-    if active and not (local and _is_own(Path(active))):
-        return Path(active)
-    if local:
-        return local[0]
+    # the venv envguard runs from, activated to run it, is not the one to judge: the
+    # project's own is, and without one envguard's is refused unless --venv names it
+    own = bool(active) and _is_own(Path(active or "."))
+    if active and not own:
+        return Chosen(Path(active), "the active venv ($VIRTUAL_ENV)")
+    for path, why in ((Path(".venv"), "./.venv"), (cfg.root / ".venv", "the project's .venv")):
+        if path.is_dir():
+            return Chosen(path, why)
     if active:
-        return Path(active)
+        raise VenvError(
+            f"the active venv ($VIRTUAL_ENV, {active}) is the one envguard runs from, not a "
+            f"training venv: pass --venv PATH to name the training venv (--venv {active} to "
+            "take envguard's own anyway)"
+        )
     raise VenvError(
         "no venv given: pass --venv PATH, set venv in [tool.envguard], activate one, or run "
         "where ./.venv exists"

@@ -33,8 +33,9 @@ def run(
             f"--save-cache puts the archive beside the lockfile: {output} is a stream or a "
             f"device, not a file (give -o a file or a folder)"
         )
+    chosen = targets.chosen_venv(venv, cfg)
     snap = snapshot.take(
-        targets.venv(venv, cfg),
+        chosen.path,
         repo=repo,
         repo_required=repo is not None,
         cache_dirs=cache_dirs,
@@ -58,7 +59,7 @@ def run(
     return SnapshotDone(
         lockfile=str(path.absolute()), snapshot=snap,
         archive=str(archive.absolute()) if archive else None,
-        archive_bytes=size,
+        archive_bytes=size, venv_from=chosen.why,
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ class SnapshotDone(Result):
     snapshot: Snapshot
     archive: str | None = None
     archive_bytes: int = 0
+    venv_from: str = ""  # why that venv (targets.Chosen.why): the screen's, not the lock's
 
     @property
     def wrote_to_stdout(self) -> bool:
