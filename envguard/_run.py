@@ -1,13 +1,42 @@
-"""The one door to subprocesses: no shell, bounded time, errors that carry argv and stderr."""
+"""The one door to subprocesses: no shell, bounded time, errors that carry argv and stderr.
+
+A child envguard waits for dies with it: on Linux the kernel sends it SIGTERM when envguard
+goes, even by ``kill -9``, so that no uv keeps building a half-made venv that nobody will
+swap in (``PR_SET_PDEATHSIG``).
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from envguard.errors import CommandError
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that ties the child's life to envguard's, where the kernel can."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def tie() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # envguard died between fork and prctl
+            os._exit(1)
+
+    return tie
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +70,7 @@ def run(
             env=dict(env) if env is not None else None,
             cwd=cwd,
             check=False,
+            preexec_fn=_dies_with_parent(),  # one libc call in the child, no lock taken
         )
     except FileNotFoundError as exc:
         raise CommandError(f"{argv[0]}: not found") from exc
