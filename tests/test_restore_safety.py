@@ -862,14 +862,14 @@ def test_all_with_a_cache_for_another_torch_restores_the_rest_and_says_partly(
     code, out, err = _restore(project, "--all")
     assert code == 3, out + err
     assert "match the lock" in out  # the venv was restored
-    assert "Not restored: the caches: the saved inductor cache would not be reused" in " ".join(
+    assert "Caches not restored: the saved inductor cache would not be reused" in " ".join(
         out.split()
     )
     assert "Restored code" in out  # the code was put back all the same
     assert git(project.root, "status", "--porcelain", "--untracked-files=no") == ""
     last = err.strip().splitlines()
-    assert len(last) == 1 and last[0].startswith("error: partly restored: venv, code restored;")
-    assert "not restored caches: the saved inductor cache would not be reused" in last[0]
+    assert len(last) == 1 and last[0].startswith("error: partly restored: venv and code restored;")
+    assert "caches not restored: the saved inductor cache would not be reused" in last[0]
     code, out, _ = _restore(project, "--all", "--json")
     doc = json.loads(out)
     assert code == 3 and doc["exit_code"] == 3

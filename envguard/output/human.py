@@ -433,9 +433,9 @@ class Human:
             )  # fmt: skip
 
     def _part_failed(self, failed: Any) -> Iterator[str]:
-        label = {"venv": "the venv", "caches": "the caches", "code": "the code"}[failed.part]
+        label = {"venv": "Venv", "caches": "Caches", "code": "Code"}[failed.part]
         yield from wrap(
-            f"{self.p.paint('Not restored', 'bold red')}: {label}: {failed.reason}",
+            f"{self.p.paint(label + ' not restored', 'bold red')}: {failed.reason}",
             self.p.width, 2, first="",
         )  # fmt: skip
 

@@ -142,11 +142,13 @@ def _verdict(result: Result) -> Result:
     first = result.failed[0]
     if not result.done_parts():
         return replace(result, error=first.reason, exit_code=first.exit_code)
-    done = ", ".join(result.done_parts())
-    why = "; ".join(f"{f.part}: {f.reason}" for f in result.failed)
-    return replace(
-        result, error=f"partly restored: {done} restored; not restored {why}", exit_code=PARTLY
-    )
+    done = _and(result.done_parts())
+    why = "; ".join(f"{f.part} not restored: {f.reason}" for f in result.failed)
+    return replace(result, error=f"partly restored: {done} restored; {why}", exit_code=PARTLY)
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _venv(
