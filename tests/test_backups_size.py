@@ -52,3 +52,12 @@ def test_prune_reports_what_it_freed(tmp_path: Path) -> None:
     (removed,) = json.loads(out)["result"]["removed"]
     assert removed["bytes"] == freed and not backup.exists()
     assert (tmp_path / "uv-cache" / "torch.so").stat().st_nlink == 1  # uv's copy stays
+
+
+def test_the_screen_says_it_is_what_removing_frees(tmp_path: Path) -> None:
+    train = make_venv(tmp_path / "train")
+    _backup_beside(train, tmp_path / "uv-cache")
+    code, out, err = invoke("backups", "--venv", str(train))
+    assert code == 0 and " frees " in out and "set aside 2026-01-01 12:00:00" in out, err
+    code, out, err = invoke("backups", "--prune", "--keep", "0", "--venv", str(train))
+    assert code == 0 and out.startswith("removed ") and "(freed " in out, err

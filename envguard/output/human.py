@@ -271,13 +271,15 @@ class Human:
     def _backups(self, r: BackupsDone) -> Iterator[str]:
         listed = r.backups
         for b in listed.removed:
-            yield f"removed {_p(b.path)} ({human_bytes(b.bytes)})"
+            yield f"removed {_p(b.path)} (freed {human_bytes(b.bytes)})"
         for path in listed.kept_in_use:
             yield f"{self.p.paint('kept', 'yellow')} {_p(path)}: a process still runs from it"
         if not listed.backups:
             yield f"no backups beside {_p(listed.venv)}"
         for b in listed.backups:
-            kept = f"{human_bytes(b.bytes)}, set aside {b.created.replace('T', ' ').rstrip('Z')}"
+            # what removing it frees: most of a backup is uv's cache, linked, and stays
+            set_aside = b.created.replace("T", " ").rstrip("Z")
+            kept = f"frees {human_bytes(b.bytes)}, set aside {set_aside}"
             yield from wrap(kept, self.p.width, 2, first=_p(b.path) + "  ")
 
     # --- tools --------------------------------------------------------------------------------
