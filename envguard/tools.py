@@ -241,7 +241,7 @@ def _record(venv: Path, lockfiles: Path) -> Tool:
 
 def _describe(venv: Path, lockfiles: Path, live: Any = None) -> Tool:
     from envguard.errors import LockfileError
-    from envguard.restore.transaction import size_on_disk
+    from envguard.restore.backups import freed_by_removing
 
     marker = _read_marker(venv)
     snap = live or snapshot.take(venv, with_code=False, default_caches=False, name=venv.name)
@@ -263,6 +263,6 @@ def _describe(venv: Path, lockfiles: Path, live: Any = None) -> Tool:
         lock=str(lock) if lock.is_file() else "",
         torch=snap.torch.version if snap.torch else "",
         packages=len(snap.packages),
-        bytes=size_on_disk(venv),
+        bytes=freed_by_removing(venv),  # uv's cache keeps its links: not the tool's to free
         matches=matches,
     )

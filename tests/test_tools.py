@@ -194,3 +194,17 @@ def _packages(project: Project, venv: Path | None = None) -> list[dict[str, str]
                             "-o", str(project.root.parent / "x.envguard.toml"))  # fmt: skip
     assert code == 0, err
     return list(json.loads(out)["result"]["packages"])
+
+
+def test_a_tool_size_is_what_removing_it_frees(project: Project, sglang_house: Path) -> None:
+    code, _, err = _add(project, sglang_house, "datagen", "sglang==0.5.23")
+    assert code == 0, err
+    code, out, _ = invoke("tool", "list", "--json", env=project.activated())
+    (tool,) = json.loads(out)["result"]["tools"]
+    venv = Path(tool["path"])
+    files = [p for p in venv.rglob("*") if p.is_file() and not p.is_symlink()]
+    linked = sum(p.stat().st_blocks * 512 for p in files if p.stat().st_nlink > 1)
+    assert linked > 0, "uv linked nothing from its cache: the test proves nothing"
+    every_file_once = sum(p.stat().st_blocks * 512 for p in files)
+    # the files uv's cache keeps a link to are not the tool's to free
+    assert tool["bytes"] < every_file_once - linked / 2, (tool["bytes"], every_file_once, linked)

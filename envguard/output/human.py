@@ -290,7 +290,7 @@ class Human:
         torch = f"torch {t.torch}, " if t.torch else ""
         yield from wrap(
             f"{self.p.paint('Built tool', 'bold green')} {t.name} at {_p(t.path)}: {what} "
-            f"({torch}{plural(t.packages, 'package')}, {human_bytes(t.bytes)} on disk); "
+            f"({torch}{plural(t.packages, 'package')}, {human_bytes(t.bytes)} of its own); "
             f"lock {_p(t.lock)}", self.p.width, 2, first="",
         )  # fmt: skip
         yield from self._tool_use(t.name)
@@ -315,13 +315,13 @@ class Human:
             reqs = ", ".join(t.requirements) or "moved from the training venv"
             yield from wrap(
                 f"{_p(t.path)}: {reqs}; {plural(t.packages, 'package')}, "
-                f"{human_bytes(t.bytes)} on disk", self.p.width,
+                f"{human_bytes(t.bytes)} of its own", self.p.width,
             )  # fmt: skip
 
     def _tool_remove(self, r: ToolRemoved) -> Iterator[str]:
         t = r.tool
         yield from wrap(
-            f"removed tool {t.name} ({_p(t.path)}, {human_bytes(t.bytes)}) and its lock",
+            f"removed tool {t.name} ({_p(t.path)}, freed {human_bytes(t.bytes)}) and its lock",
             self.p.width, 2, first="",
         )  # fmt: skip
 

@@ -213,17 +213,3 @@ def backups(venv: Path) -> list[Path]:
         (p for p in venv.parent.glob(f"{venv.name}{BACKUP}*") if p.is_dir() and not p.is_symlink()),
         key=lambda p: p.name,
     )
-
-
-def size_on_disk(path: Path) -> int:
-    """Bytes the tree holds, hard links counted once (uv links files from its cache)."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                st = os.lstat(os.path.join(root, name))  # noqa: PTH118
-                if (st.st_dev, st.st_ino) not in seen:
-                    seen.add((st.st_dev, st.st_ino))
-                    total += st.st_blocks * 512
-    return total
