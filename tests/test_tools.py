@@ -197,14 +197,20 @@ def _packages(project: Project, venv: Path | None = None) -> list[dict[str, str]
 
 
 def test_a_tool_size_is_what_removing_it_frees(project: Project, sglang_house: Path) -> None:
+    from collections import Counter
+
     code, _, err = _add(project, sglang_house, "datagen", "sglang==0.5.23")
     assert code == 0, err
     code, out, _ = invoke("tool", "list", "--json", env=project.activated())
     (tool,) = json.loads(out)["result"]["tools"]
     venv = Path(tool["path"])
-    files = [p for p in venv.rglob("*") if p.is_file() and not p.is_symlink()]
-    linked = sum(p.stat().st_blocks * 512 for p in files if p.stat().st_nlink > 1)
-    assert linked > 0, "uv linked nothing from its cache: the test proves nothing"
-    every_file_once = sum(p.stat().st_blocks * 512 for p in files)
+    files = {(st.st_dev, st.st_ino): st for p in venv.rglob("*")
+             if p.is_file() and not p.is_symlink() for st in [p.lstat()]}  # fmt: skip
+    inside = Counter((st.st_dev, st.st_ino) for p in venv.rglob("*")
+                     if p.is_file() and not p.is_symlink() for st in [p.lstat()])  # fmt: skip
+    elsewhere = sum(st.st_blocks * 512 for k, st in files.items() if st.st_nlink > inside[k])
+    assert elsewhere > 0, "uv linked nothing from its cache: the test proves nothing"
+    every_file = sum(st.st_blocks * 512 for st in files.values())
+    folders = sum(p.lstat().st_blocks * 512 for p in [venv, *venv.rglob("*")] if p.is_dir())
     # the files uv's cache keeps a link to are not the tool's to free
-    assert tool["bytes"] < every_file_once - linked / 2, (tool["bytes"], every_file_once, linked)
+    assert tool["bytes"] == every_file - elsewhere + folders
