@@ -9,8 +9,9 @@ What the user has is never lost and never hidden:
   lets the next run put them back after a kill) and put back where they were;
 - a checkout that would overwrite or delete an ignored file (a checkpoint, a local config)
   is refused before anything changes;
-- on any failure the repository goes back to where it was and the stash is popped, staged
-  changes staged again.
+- on any failure (a stash git stored and then failed to finish, a full disk, a ^C, a tree
+  that does not match after the patch) the repository goes back to where it was and the
+  stash is popped, staged changes staged again, envguard's own files as they were.
 
 Every git call goes through :mod:`envguard._git`: a held ``index.lock`` is one line.
 """
@@ -72,35 +73,45 @@ def restore_code(
     mine = _own_files(repo, root, own)
     keep_out = _excluded(root, mine, venvs)
     _refuse_ignored_clashes(repo, state.head, keep_out)
-    saved = _stash(repo, _stashable(repo, keep_out))
-    if saved:
-        tell(saved)
     before = _git.text(repo, "rev-parse", "HEAD")
-    try:
-        held = _hold(repo, root, mine)
-        branch = _checkout(repo, state, root)
-        if state.patch:
-            _apply(repo, state.patch_bytes())
-        _put_back(repo, held)
-        now, _ = code_probe.probe(root, required=True)
-        if now is None or not _same_code(now, state):
-            raise NotRestored("after applying, the working tree does not match the snapshot")
+    saved, failed = _stash(repo, _stashable(repo, keep_out))
+    try:  # from here on, any failure puts the repository back
+        if saved:
+            tell(saved)
+        if failed is not None:
+            raise failed
+        branch = _move(repo, state, root, mine)
+        head = _git.text(repo, "rev-parse", "HEAD")  # read here: a failure reading rolls back
+        moved = head != before
+        back = _way_back(repo, origin, saved, mine if moved else set(), moved)
     except BaseException:
-        _back(repo, origin, saved, keep_out)
+        _back(repo, origin, saved, keep_out, mine)
         if saved:
             tell(None)
         raise
-    moved = _git.text(repo, "rev-parse", "HEAD") != before
     return CodeOutcome(
         root=str(root),
-        head=_git.text(repo, "rev-parse", "HEAD"),
+        head=head,
         branch=branch,
         saved=saved,
         patched_files=len(state.changed),
         kept=tuple(sorted(mine)) if moved else (),
-        back=_way_back(repo, origin, saved, mine if moved else set(), moved),
+        back=back,
         recovered=tuple(notes),
     )
+
+
+def _move(repo: Any, state: CodeState, root: Path, mine: set[str]) -> str | None:
+    """The snapshot's commit and patch, envguard's own files kept in place; the branch."""
+    held = _hold(repo, root, mine)
+    branch = _checkout(repo, state, root)
+    if state.patch:
+        _apply(repo, state.patch_bytes())
+    _put_back(repo, held)
+    now, _ = code_probe.probe(root, required=True)
+    if now is None or not _same_code(now, state):
+        raise NotRestored("after applying, the working tree does not match the snapshot")
+    return branch
 
 
 def _open(path: Path) -> Any:
@@ -215,19 +226,40 @@ def _refuse_ignored_clashes(repo: Any, head: str, keep_out: list[str]) -> None:
         )
 
 
-def _stash(repo: Any, keep_out: list[str]) -> str | None:
-    """Stash the user's uncommitted work, untracked files included, and name the stash
-    only if this push made one (``stash@{0}`` may be the user's own older stash)."""
-    status = _git.text(repo, "status", "--porcelain", "-uall", "--", ".", *keep_out)
+def _stash(repo: Any, specs: list[str]) -> tuple[str | None, BaseException | None]:
+    """Stash the user's uncommitted work, untracked files included, and name the stash only
+    if this push made one (``stash@{0}`` may be the user's own older stash). git stores the
+    stash before it cleans the tree: a push that fails after that is returned with its error,
+    for the rollback to pop; one that fails before has changed nothing and raises."""
+    status = _git.text(repo, "status", "--porcelain", "-uall", "--", ".", *specs)
     if not status:
-        return None
-    before = _git.text(repo, "rev-parse", "-q", "--verify", "refs/stash", check=False)
+        return None, None
+    before = _stash_top(repo)
     message = f"envguard restore {time.strftime('%Y-%m-%d %H:%M:%S')}"
-    _git.run(repo, "stash", "push", "--include-untracked", "-m", message, "--", ".", *keep_out)
-    after = _git.text(repo, "rev-parse", "-q", "--verify", "refs/stash", check=False)
+    failed: BaseException | None = None
+    try:
+        _git.run(repo, "stash", "push", "--include-untracked", "-m", message, "--", ".", *specs)
+    except BaseException as exc:  # a ^C too: git may have stored the stash already
+        failed = exc
+    try:
+        after = _stash_top(repo)
+    except RepoError as exc:  # cannot tell whether the push made a stash: never guess
+        raise RepoError(
+            f"{exc}; your uncommitted work may be in the newest stash (git stash list): "
+            "`git stash pop --index` brings it back"
+        ) from failed
     if not after or after == before:
-        return None  # nothing git would stash (a dirty submodule): nothing was taken
-    return f"stash@{{0}} {after[:12]} ({message}); `git stash pop --index` brings it back"
+        if failed is not None:
+            raise failed
+        return None, None  # nothing git would stash (a dirty submodule): nothing was taken
+    saved = f"stash@{{0}} {after[:12]} ({message}); `git stash pop --index` brings it back"
+    return saved, failed
+
+
+def _stash_top(repo: Any) -> str:
+    """The newest stash's commit, or "" when there is none (a failure to read it raises,
+    rather than reading as no stash)."""
+    return _git.text(repo, "for-each-ref", "--format=%(objectname)", "refs/stash")
 
 
 def _hold_dir(repo: Any) -> Path:
@@ -240,16 +272,9 @@ def _hold(repo: Any, root: Path, own: set[str]) -> dict[str, str]:
     finds them."""
     if not own:
         return {}
-    folder = _hold_dir(repo)
-    folder.mkdir(exist_ok=True)
-    held = {}
     listed = _git.run(repo, "ls-files", "-z", "--", *(f":(literal){rel}" for rel in own))
     tracked = {t for t in listed.decode("utf-8", "surrogateescape").split("\0") if t}
-    for i, rel in enumerate(sorted(own)):
-        keep = folder / f"{i}"
-        shutil.copy2(root / rel, keep)
-        held[rel] = str(keep)
-    (folder / "held.json").write_text(json.dumps({"root": str(root), "files": held}))
+    held = _set_aside(repo, root, own, {})
     if tracked:
         _git.run(repo, "checkout", "HEAD", "--", *(f":(literal){t}" for t in tracked))
     for rel in own - tracked:
@@ -257,7 +282,28 @@ def _hold(repo: Any, root: Path, own: set[str]) -> dict[str, str]:
     return held
 
 
+def _set_aside(repo: Any, root: Path, own: set[str], held: dict[str, str]) -> dict[str, str]:
+    """Copy into .git/ those of envguard's own files that ``held`` has no copy of, and journal
+    them all. Names are unique, so a copy is never written over another."""
+    copied = {rel for rel, keep in held.items() if Path(keep).is_file()}
+    todo = [rel for rel in sorted(own - copied) if (root / rel).is_file()]
+    if not todo:
+        return held
+    folder = _hold_dir(repo)
+    folder.mkdir(exist_ok=True)
+    held = dict(held)
+    for rel in todo:
+        fd, keep = tempfile.mkstemp(dir=folder, prefix="held-")
+        os.close(fd)
+        shutil.copy2(root / rel, keep)
+        held[rel] = keep
+    (folder / "held.json").write_text(json.dumps({"root": str(root), "files": held}))
+    return held
+
+
 def _put_back(repo: Any, held: dict[str, str]) -> None:
+    if not held:
+        return  # nothing of this run's in .git/: a journal a kill left there stays
     root = Path(repo.working_tree_dir)
     for rel, keep in held.items():
         target = root / rel
@@ -267,14 +313,20 @@ def _put_back(repo: Any, held: dict[str, str]) -> None:
     shutil.rmtree(_hold_dir(repo), ignore_errors=True)
 
 
+def _journal(repo: Any) -> dict[str, str]:
+    """What the journal says is held in .git/ (nothing when it is missing or unreadable)."""
+    try:
+        files = json.loads((_hold_dir(repo) / "held.json").read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
 def _recover_held(repo: Any) -> list[str]:
     """Own files a killed restore left in .git/: back where they were, unless something is
     there now (then they stay in .git/, named)."""
-    journal = _hold_dir(repo) / "held.json"
-    try:
-        data = json.loads(journal.read_text())
-        files = data["files"]
-    except (OSError, ValueError, KeyError, TypeError):
+    files = _journal(repo)
+    if not files:
         return []
     root = Path(repo.working_tree_dir)
     notes = []
@@ -328,17 +380,20 @@ def _apply(repo: Any, patch: bytes) -> None:
             raise NotRestored(f"the snapshot's patch does not apply: {exc}") from exc
 
 
-def _back(repo: Any, origin: str, saved: str | None, keep_out: list[str]) -> None:
+def _back(repo: Any, origin: str, saved: str | None, keep_out: list[str], own: set[str]) -> None:
     """Undo a failed restore: the tree as it was, the stash popped with what was staged
-    staged again, envguard's own files where they were."""
-    _git.run(repo, "reset", "--quiet", "--hard", check=False)
-    _git.run(repo, "clean", "-fdq", "--", ".", *keep_out, check=False)
-    _git.run(repo, "checkout", "--quiet", origin, check=False)
-    if saved:
-        _git.run(repo, "stash", "pop", "--quiet", "--index")
-    held = _hold_dir(repo) / "held.json"
-    if held.is_file():
-        _put_back(repo, json.loads(held.read_text())["files"])
+    staged again, envguard's own files where they were. The hard reset would take the user's
+    edits to a committed lockfile, so every own file has a copy in .git/ first: the hold's,
+    or one made now (the failure came before the hold, or after its put-back)."""
+    held = _set_aside(repo, Path(repo.working_tree_dir), own, _journal(repo))
+    try:
+        _git.run(repo, "reset", "--quiet", "--hard", check=False)
+        _git.run(repo, "clean", "-fdq", "--", ".", *keep_out, check=False)
+        _git.run(repo, "checkout", "--quiet", origin, check=False)
+        if saved:
+            _git.run(repo, "stash", "pop", "--quiet", "--index")
+    finally:
+        _put_back(repo, held)
 
 
 def _way_back(repo: Any, origin: str, saved: str | None, own: set[str], moved: bool) -> str:
