@@ -285,3 +285,22 @@ def _once(real: Callable[..., object]) -> Callable[..., object]:
         return real(*args, **kwargs)
 
     return call
+
+
+def test_all_restores_when_the_venv_is_in_gitignore(project: Project, sglang_house: Path) -> None:
+    from envguard.demo import incident
+
+    _in_progress(project, moves=True)
+    incident.swap_in_sglang(project.venv, sglang_house)  # the venv drifted too
+    lock = (project.root / WORK[-1]).read_bytes()
+    code, out, err = invoke(
+        "restore", str(project.lock), "--find-links", str(project.house), "--offline", "--yes",
+        "--all", env=project.activated(),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "saved your uncommitted work as stash@{0}" in out
+    stashed = git(project.root, "stash", "show", "--include-untracked", "--name-only", "stash@{0}")
+    assert sorted(stashed.split()) == ["notes/scratch.txt", "train.py"]
+    assert git(project.root, "diff", "--cached") == ""
+    assert (project.root / WORK[-1]).read_bytes() == lock
+    assert project.verdict().found() == set()
