@@ -75,7 +75,7 @@ def diff(kw: dict[str, Any]) -> None:
     from envguard.commands import diff as command
 
     view = {"expand": kw.pop("expand", False), "show_patch": kw.pop("show_patch", False)}
-    cfg = config(**{key: kw.pop(key, None) for key in ("fail_on", "only", "ignore")})
+    cfg = config(**{key: kw.pop(key, None) for key in ("fail_on", "only", "ignore", "code")})
     with UI.progress() as step:
         result = command.run(cfg, kw.pop("locks", ()), progress=step, **kw)
     emit(result, **view)

@@ -255,6 +255,11 @@ def _judging(command: F) -> F:
 @_judging
 @click.option("--expand", is_flag=True, help="List the packages of each install group.")
 @click.option("--show-patch", is_flag=True, help="Print each code change that differs.")
+@click.option(
+    "--code/--no-code",
+    default=None,
+    help="Judge the code (default), or leave it to git (the pre-commit hook's default).",
+)
 @_json_option
 @_common
 def diff(
@@ -266,6 +271,7 @@ def diff(
     ignore: str | None,
     expand: bool,
     show_patch: bool,
+    code: bool | None,
     as_json: bool,
 ) -> None:
     """Compare LOCK with the live environment, or LOCK_A with LOCK_B.
@@ -286,7 +292,7 @@ def diff(
     with _errors():
         _entry.diff(
             {"locks": locks, "venv": venv, "repo": repo, "fail_on": fail_on, "only": only,
-             "ignore": ignore, "expand": expand, "show_patch": show_patch}
+             "ignore": ignore, "expand": expand, "show_patch": show_patch, "code": code}
         )  # fmt: skip
 
 

@@ -78,13 +78,18 @@ class Config:
         return report.only(self.only, self.ignore).without(self.ignore_env, self.ignore_paths)
 
     def with_flags(self, *, fail_on: str | None = None, only: str | None = None,
-                   ignore: str | None = None) -> Config:  # fmt: skip
-        """Flags win over everything else."""
+                   ignore: str | None = None, code: bool | None = None) -> Config:  # fmt: skip
+        """Flags win over everything else. ``code`` False leaves the code to git (the
+        pre-commit hook's default: a commit is a code change by definition), True judges it
+        whatever the project ignores."""
+        ignored = _areas(ignore, "--ignore") if ignore is not None else self.ignore
+        if code is not None:
+            ignored = tuple(a for a in ignored if a != "code") + (() if code else ("code",))
         return replace(
             self,
             fail_on=fail_on or self.fail_on,
             only=_areas(only, "--only") if only is not None else self.only,
-            ignore=_areas(ignore, "--ignore") if ignore is not None else self.ignore,
+            ignore=ignored,
         )
 
 

@@ -52,11 +52,57 @@ def test_the_pre_commit_hook_gates_on_the_training_venv(
         pytest.skip(f"pre-commit could not install the hook's environment: {said[-300:]}")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "envguard diff" in clean.stdout and "Passed" in clean.stdout
+    # a commit that edits training code: the environment is unchanged, the hook passes
+    project.write("model.py", "def forward(x):\n    return 2 * x\n")
+    edited = _try_repo(project, pre_commit_home)
+    assert edited.returncode == 0, edited.stdout + edited.stderr
     incident.swap_in_sglang(project.venv, sglang_house)
     drifted = _try_repo(project, pre_commit_home)
     assert drifted.returncode == 1, drifted.stdout + drifted.stderr
     assert "Failed" in drifted.stdout
     assert "2.11.0+cu128 → 2.11.0+cu130" in drifted.stdout  # the change itself is shown
+
+
+def _readme_snippet() -> str:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### pre-commit") :]
+    return section[section.index("```yaml\n") + 8 : section.index("```\n", 20)]
+
+
+def test_the_readme_pre_commit_snippet_as_written(
+    project: Project, sglang_house: Path, pre_commit_home: Path, tmp_path: Path
+) -> None:
+    """The snippet with its ``rev``, from a clone of this repository at that tag."""
+    pytest.importorskip("pre_commit")
+    from tests.conftest import git
+
+    snippet = _readme_snippet()
+    rev = snippet.split("rev:")[1].split()[0]
+    clone = tmp_path / "envguard"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    if rev not in git(clone, "tag", "--list", rev).split():
+        git(clone, "tag", rev)  # a checkout without tags: the release the README names
+    repo_line = next(ln for ln in snippet.splitlines() if "repo:" in ln)
+    (project.root / ".pre-commit-config.yaml").write_text(
+        snippet.replace(repo_line, f"  - repo: {clone}")
+    )
+    project.snapshot()
+    project.commit("lock and hook", "lockfiles", ".pre-commit-config.yaml")
+    project.write("model.py", "def forward(x):\n    return 2 * x\n")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update(PRE_COMMIT_HOME=str(pre_commit_home), NO_COLOR="1", COLUMNS="80")
+    env.pop("UV_OFFLINE", None)
+    run = [sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"]
+    done = subprocess.run(run, cwd=project.root, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    said = done.stdout + done.stderr
+    if "An unexpected error has occurred" in said and "install" in said:
+        pytest.skip(f"pre-commit could not install the hook's environment: {said[-300:]}")
+    assert done.returncode == 0, said
+    incident.swap_in_sglang(project.venv, sglang_house)
+    done = subprocess.run(run, cwd=project.root, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 1 and "2.11.0+cu128 → 2.11.0+cu130" in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize("headers", [True, False])
