@@ -865,3 +865,17 @@ def test_a_journaled_install_is_never_merged_with_a_manual_one(
     assert "2 packages" not in rows
     assert "journal #1" in rows["sgl-dep-08"]["cause"]
     assert "journal" not in rows["sgl-dep-07"]["cause"]
+
+
+def test_no_code_leaves_the_code_to_git_and_code_brings_it_back(project: Project) -> None:
+    project.snapshot()
+    project.write("model.py", "def forward(x):\n    return 2 * x\n")
+    env = project.activated()
+    assert invoke("diff", env=env)[0] == 1
+    assert invoke("diff", "--no-code", env=env)[0] == 0  # the hook's default
+    assert invoke("diff", "--no-code", "--code", env=env)[0] == 1  # args: [--code]
+    project.write("pyproject.toml", '[tool.envguard]\nignore = ["code"]\n')
+    assert invoke("diff", env=env)[0] == 0
+    assert invoke("diff", "--code", env=env)[0] == 1
+    code, _, err = invoke("diff", "--only", "code", "--no-code", env=env)
+    assert code == 2 and err.startswith("error: nothing left to judge")
