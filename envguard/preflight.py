@@ -1,7 +1,8 @@
 """``envguard preflight``: what an install would change, from the installer's own dry run.
 
 ``uv pip install …`` runs as ``uv pip install --dry-run --python <venv>``; ``pip install …``
-as ``pip install --dry-run --report -`` against the venv. Nothing is installed. The predicted
+as ``pip install --dry-run --report -`` with the venv's own pip (a venv without pip is
+refused: ``pip`` there is another environment's). Nothing is installed. The predicted
 environment goes through the same :func:`envguard.drift.compare` as ``diff``, so severities
 and reasons are the ones a later ``diff`` would print.
 """
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import shlex
 import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ _UV_LINE = re.compile(r"^\s*([+-])\s+([A-Za-z0-9][\w.\-]*)(?:==(\S+)| @ (\S+))")
 # name-version-...whl, as a wheel's file name carries them (PEP 427)
 _WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-([^-/]+?)(?:-\d[^-/]*)?-[^-/]+-[^-/]+-[^-/]+\.whl$")
 _PIP = re.compile(r"^pip(3(\.\d+)?)?$")
+_PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
 _CUDA_PIN = re.compile(
     r"^(?:cuda-toolkit|nvidia-cuda-runtime(?:-cu\d+)?)(?:\[[^\]]*\])?==(\d+)\.(\d+)"
 )
@@ -60,11 +63,23 @@ class Forecast:
         return any(c.severity == "critical" for c in self.report.changes)
 
 
-# Flags that name where an install goes. --python/--prefix may name the venv preflight
-# checks; the others install elsewhere, which preflight cannot forecast.
-_TARGET_FLAGS = {"--python": "python", "-p": "python", "--prefix": "prefix"}
-_ELSEWHERE = {"--target", "-t", "--root", "--user", "--system", "--break-system-packages"}
-_VALUED = {"--target", "-t", "--root"}
+# Flags that name where an install goes. --python/--prefix may name the venv checked; the
+# others install elsewhere, which preflight cannot forecast and run must not let happen.
+TARGET_FLAGS = {"--python": "python", "-p": "python", "--prefix": "prefix"}
+ELSEWHERE = {"--target", "-t", "--root", "--user", "--system", "--break-system-packages"}
+VALUED = {"--target", "-t", "--root"}
+# The same, said by the environment: another interpreter for uv or pip, a system install, a
+# target or prefix folder. An install envguard runs or forecasts goes without them.
+ELSEWHERE_ENV = (
+    "PYTHONHOME",
+    "UV_PYTHON",
+    "UV_SYSTEM_PYTHON",
+    "PIP_PYTHON",
+    "PIP_TARGET",
+    "PIP_PREFIX",
+    "PIP_ROOT",
+    "PIP_USER",
+)
 
 
 def parse(argv: Sequence[str]) -> Command:
@@ -74,12 +89,10 @@ def parse(argv: Sequence[str]) -> Command:
     rest = list(argv[1:])
     if tool == "uv" and rest[:2] == ["pip", "install"]:
         return _command("uv", argv, rest[2:])
-    if tool.startswith("python") and rest[:2] == ["-m", "pip"]:
-        rest = rest[2:]
-        tool = "pip"
-    if _PIP.match(tool):
-        if rest[:1] == ["install"]:
-            return _command("pip", argv, rest[1:])
+    pip = pip_args(argv)
+    if pip is not None:
+        if pip[:1] == ["install"]:
+            return _command("pip", argv, pip[1:])
         raise EnvguardError(
             f"`{' '.join(argv[:3])}` is not an install; preflight checks "
             "`pip install …` and `uv pip install …`"
@@ -93,6 +106,40 @@ def parse(argv: Sequence[str]) -> Command:
     )
 
 
+def pip_args(argv: Sequence[str]) -> list[str] | None:
+    """What follows pip when ``argv`` runs pip (``pip``, ``pip3.11``, ``python3 -m pip``, by
+    name or by path); None for any other command."""
+    name = Path(argv[0]).name
+    if _PIP.match(name):
+        return list(argv[1:])
+    if _PYTHON.match(name) and list(argv[1:3]) == ["-m", "pip"]:
+        return list(argv[3:])
+    return None
+
+
+def has_pip(venv: Path) -> bool:
+    """Whether ``venv``'s python runs pip: its own, or the base's that a venv with system
+    site-packages imports (NGC-style containers), which installs into the venv all the same."""
+    if any(venv.glob("lib/python*/site-packages/pip/__init__.py")):
+        return True
+    probe = "import importlib.util as u, sys; sys.exit(u.find_spec('pip') is None)"
+    try:
+        return _run.run([str(venv / "bin" / "python"), "-c", probe], check=False).returncode == 0
+    except CommandError:  # no interpreter at all: no pip either
+        return False
+
+
+def no_pip(venv: Path, pip: Sequence[str], how: str) -> EnvguardError:
+    """The refusal of ``pip PIP...`` in a venv without pip, naming what works instead; ``how``:
+    the envguard command it was given to (``envguard run``)."""
+    works = shlex.join([*how.split(), "--venv", str(venv), "--", "uv", "pip", *pip])
+    return EnvguardError(
+        f"{venv} has no pip (uv makes venvs without one), so pip here would be another "
+        f"environment's and install there: run `{works}` instead, or add pip first: "
+        f"`{venv}/bin/python -m ensurepip`"
+    )
+
+
 def _command(installer: str, argv: Sequence[str], args: Sequence[str]) -> Command:
     """Take the user's own target flags out of ``args``: preflight passes the venv itself.
     An installer named by path (``V/bin/pip``, ``V/bin/python -m pip``) names its venv too."""
@@ -102,12 +149,12 @@ def _command(installer: str, argv: Sequence[str], args: Sequence[str]) -> Comman
     while i < len(args):
         arg = args[i]
         flag, eq, value = arg.partition("=")
-        if flag in _ELSEWHERE:
+        if flag in ELSEWHERE:
             raise EnvguardError(
                 f"`{flag}` installs outside a venv; preflight forecasts installs into one "
                 "(drop it, or name the venv with --venv)"
             )
-        if flag in _TARGET_FLAGS and (eq or flag != "-p" or installer == "uv"):
+        if names_target(installer, flag, eq):
             if not eq:
                 i += 1
                 value = args[i] if i < len(args) else ""
@@ -120,12 +167,17 @@ def _command(installer: str, argv: Sequence[str], args: Sequence[str]) -> Comman
     return Command(installer=installer, argv=tuple(argv), args=tuple(kept), target=target)
 
 
+def names_target(installer: str, flag: str, eq: str) -> bool:
+    """Whether ``flag`` names the environment to install into (pip has no ``-p``)."""
+    return flag in TARGET_FLAGS and bool(eq or flag != "-p" or installer == "uv")
+
+
 def venv_of(cmd: Command, venv: Path | None) -> Path | None:
     """The venv the install command names (its --python or --prefix), checked against
     ``--venv``; None when it names none."""
     if cmd.target is None:
         return venv
-    named = _venv_root(Path(cmd.target))
+    named = venv_root(Path(cmd.target))
     if named is None:
         raise EnvguardError(
             f"cannot tell which venv `{cmd.target}` is; name the venv with --venv and drop "
@@ -139,7 +191,7 @@ def venv_of(cmd: Command, venv: Path | None) -> Path | None:
     return named
 
 
-def _venv_root(path: Path) -> Path | None:
+def venv_root(path: Path) -> Path | None:
     """A venv folder, or its interpreter (``V/bin/python``), to the venv folder."""
     for candidate in (path, path.parent.parent):
         if (candidate / "pyvenv.cfg").is_file() or (candidate / "conda-meta").is_dir():
@@ -167,28 +219,26 @@ def dry_run(cmd: Command, venv: Path) -> list[Planned]:
             dataclasses.replace(p, requested=p.name in asked)
             for p in _parse_uv(done.stderr + done.stdout)
         ]
-    pip = (
-        [python, "-m", "pip"]
-        if _has_pip(venv)
-        else [sys.executable, "-m", "pip", "--python", python]
+    # without pip of its own, `pip install` in the venv is another environment's: its
+    # forecast would be of an install that never lands here
+    if not has_pip(venv):
+        raise no_pip(venv, ["install", *cmd.args], "envguard preflight")
+    done = _checked(
+        [python, "-m", "pip", "install", "--dry-run", "--report", "-", "--quiet", *cmd.args]
     )
-    done = _checked([*pip, "install", "--dry-run", "--report", "-", "--quiet", *cmd.args])
     return _parse_pip(done.stdout)
 
 
 def _checked(argv: Sequence[str]) -> _run.Completed:
+    env = {k: v for k, v in os.environ.items() if k not in ELSEWHERE_ENV}
     try:
-        done = _run.run(argv, check=False, timeout=1800)
+        done = _run.run(argv, check=False, timeout=1800, env=env)
     except CommandError as exc:
         raise EnvguardError(str(exc)) from exc
     if done.returncode != 0:
         last = [ln for ln in done.stderr.strip().splitlines() if ln.strip()][-3:]
         raise EnvguardError(f"the installer's dry run failed: {' '.join(last) or 'no output'}")
     return done
-
-
-def _has_pip(venv: Path) -> bool:
-    return any(venv.glob("lib/python*/site-packages/pip/__init__.py"))
 
 
 def _parse_uv(text: str) -> list[Planned]:

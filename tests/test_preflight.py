@@ -128,3 +128,19 @@ def test_uv_dry_run_parser(lines: list[tuple[str, str, str]]) -> None:
     assert [(p.name, p.version) for p in planned] == [
         (canonicalize_name(name), version) for sign, name, version in lines if sign == "+"
     ]
+
+
+def test_the_shells_pip_settings_do_not_move_the_forecast(tmp_path: Path, house: Path) -> None:
+    """PIP_PYTHON (pip's --python) in the shell would forecast another venv, one that has
+    the newer torch already: the forecast is of the venv checked, whatever the shell says."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # ships pip, offline
+    uv_install(venv, house, "torch==2.11.0+cu128")
+    other = make_venv(tmp_path / "other")
+    uv_install(other, house, "torch==2.14.1")
+    pip = ["pip", "install", "--no-index", "--find-links", str(house), "needs-new-torch"]
+    done = envguard(
+        "preflight", "--venv", str(venv), "--", *pip, env={"PIP_PYTHON": str(other / "bin/python")}
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "would replace torch 2.11.0+cu128 with 2.14.1+cu130" in done.stdout
