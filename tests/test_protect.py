@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,8 @@ import pytest
 
 from envguard import lockfile, protect, snapshot
 from envguard.demo.incident import known_good, newer_torch
-from tests.conftest import offline_install, uv_bin, uv_install
+from tests.conftest import make_venv, offline_install, uv_bin, uv_install
+from tests.project import invoke
 from tests.test_cli import envguard
 
 
@@ -125,3 +127,47 @@ def test_unknown_extra_package_is_refused(protected, tmp_path: Path) -> None:
     venv, _, lock = protected
     done = envguard("protect", str(lock), "--venv", str(venv), "--package", "not-there")
     assert done.returncode == 2 and "not in the lockfile" in done.stderr
+
+
+def _fake_pips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Another environment's pips, first on PATH: each writes the marker it returns."""
+    marker, bin_dir = tmp_path / "ran-outside", tmp_path / "elsewhere"
+    bin_dir.mkdir()
+    for name in ("pip", "pip3", "pip3.99"):
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\n')
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return marker
+
+
+def test_envguard_run_pip_by_any_name_is_the_venvs_and_stays_pinned(
+    protected, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv, house, _ = protected
+    marker = _fake_pips(tmp_path, monkeypatch)
+    pip = ["install", "--no-index", "--find-links", str(house), "needs-new-torch"]
+    code, _, err = invoke("run", "--venv", str(venv), "--", "pip3.99", *pip)
+    assert code == 1 and not marker.exists(), err  # the venv's pip ran; the pins held
+    assert _torch(venv) == "2.11.0+cu128"
+
+
+def test_a_protected_venv_without_pip_refuses_pip_and_pins_uv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    house = tmp_path / "house"
+    reqs = known_good(house)
+    newer_torch(house)
+    venv = make_venv(tmp_path / "venv")  # uv's: no pip inside
+    uv_install(venv, house, *reqs)
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, snapshot.take(venv, with_code=False, default_caches=False))
+    assert invoke("protect", str(lock), "--venv", str(venv))[0] == 0
+    marker = _fake_pips(tmp_path, monkeypatch)
+    pip = ["install", "--no-index", "--find-links", str(house), "needs-new-torch"]
+    for form in (["pip"], ["python", "-m", "pip"]):
+        code, _, err = invoke("run", "--venv", str(venv), "--", *form, *pip)
+        assert code == 2 and "uv pip install" in err and not marker.exists(), err
+    code, _, _ = invoke(
+        "run", "--venv", str(venv), "--", *offline_install(house, "needs-new-torch")
+    )
+    assert code != 0 and _torch(venv) == "2.11.0+cu128"
