@@ -4,7 +4,9 @@ What each installer honours, and so what the guarantee is:
 
 - **pip** reads ``<venv>/pip.conf`` as its site configuration; ``[install] constraint`` there
   points at ``<venv>/envguard-protect.txt``, so every ``pip install`` run with the venv's pip
-  (activated or not) resolves under the pins, and one that would replace them fails.
+  (activated or not) resolves under the pins, and one that would replace them fails. A venv
+  uv made has no pip: ``pip`` there, activated, is another environment's, which installs
+  into its own and reads no pins; ``envguard run`` refuses it and names ``uv pip install``.
 - **uv** reads no file inside a venv (nor pip.conf). The venv's ``bin/activate`` exports
   ``UV_CONSTRAINT`` to the same file (``deactivate`` unsets it), and ``envguard run`` sets it
   too; a ``uv pip install --python <venv>`` from an unactivated shell is not covered.
