@@ -149,17 +149,81 @@ def _decode_record(cls: type[Record], data: Any, path: str) -> Record:
 
 
 # What may reach uv's argv or a requirements file from a lockfile: checked when a lock is
-# read, so that a field cannot smuggle an option ("1.0\n--find-links /evil") into uv.
+# read, so that a field cannot smuggle an option ("1.0\n--find-links /evil") into uv (#23).
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?$")
 _PY_VERSION = re.compile(r"^\d{1,3}(\.\d{1,4}){1,3}$")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f]{1,4096}$")
+# C0 and C1 controls, DEL and Unicode's line separators: any of them can end a line of uv's
+# requirements file, cut an argv (NUL), or rewrite the terminal (ESC).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # a commit: SHA-1 or SHA-256 git
 
 
 def _pep440(value: str, path: str) -> None:
     from envguard.versions import valid
 
-    if not valid(value):
+    # packaging reads "2.3.0\n" as 2.3.0: a version is its plain form or nothing
+    if _CONTROL.search(value) or value != value.strip() or not valid(value):
         raise LockfileError(f"{path}: {_shown(value)} is not a PEP 440 version")
+
+
+def _url(value: str, path: str) -> None:
+    """A URL whose every decoding is one line: plan.py turns an editable ``file://`` URL into
+    a path with url2pathname, which decodes ``%0A`` into a line break of uv's requirements
+    file (``-e /x\n--find-links=/evil``). A ``file:`` URL names an absolute path, never the
+    working directory (``file://host`` has none, and became ``-e .``)."""
+    from urllib.parse import unquote, urlsplit
+
+    if not _URL.match(value):
+        raise LockfileError(f"{path}: {_shown(value)} is not a URL")
+    if _CONTROL.search(unquote(value)):
+        raise LockfileError(
+            f"{path}: {_shown(value)} hides a control character (percent-encoded, as %0A)"
+        )
+    if value.lower().startswith("file:") and not unquote(urlsplit(value).path).startswith("/"):
+        raise LockfileError(f"{path}: {_shown(value)} is not a file URL of an absolute path")
+
+
+def _abs_path(value: str, path: str) -> None:
+    """A folder restore writes, runs in or hands to uv: absolute, so that nothing reads it
+    as an option or against the working directory, and free of control characters."""
+    if not value.startswith("/"):
+        raise LockfileError(f"{path}: {_shown(value)} is not an absolute path")
+    _plain(value, path)
+
+
+def _plain(value: str, path: str) -> None:
+    if len(value) > 4096 or _CONTROL.search(value):
+        raise LockfileError(f"{path}: {_shown(value)} is not one line of plain text")
+
+
+def _repo_path(value: str, path: str) -> None:
+    """A file of the repository as git names it: relative, inside it, no NUL (git has none)."""
+    parts = value.split("/")
+    if not value or value.startswith("/") or ".." in parts or "\x00" in value:
+        raise LockfileError(f"{path}: {_shown(value)} is not a path inside the repository")
+
+
+def _commit(value: str, path: str) -> None:
+    if value and not _SHA.match(value):
+        raise LockfileError(f"{path}: {_shown(value)} is not a commit (40 or 64 hex digits)")
+
+
+# git check-ref-format's rules, enough that a branch is never an option, nor two arguments
+_REF_BAD = re.compile(r"[\x00-\x20\x7f-\x9f~^:?*\[\\]|\.\.|@\{")
+
+
+def _branch(value: str | None, path: str) -> None:
+    if value is None:
+        return
+    parts = value.split("/")
+    if (
+        len(value) > 255
+        or value.startswith("-")
+        or _REF_BAD.search(value)
+        or any(not p or p.startswith(".") or p.endswith((".", ".lock")) for p in parts)
+    ):
+        raise LockfileError(f"{path}: {_shown(value)} is not a git branch name")
 
 
 def _pep508_name(value: str, path: str) -> None:
@@ -189,12 +253,12 @@ class PythonInfo(Record):
     def validate(self, path: str) -> None:
         if self.version and not _PY_VERSION.match(self.version):
             raise LockfileError(f"{path}.version: {_shown(self.version)} is not a Python version")
-        _one_line(self.home or "", f"{path}.home")
-        if self.home and not self.home.startswith("/"):
-            raise LockfileError(f"{path}.home: {_shown(self.home)} is not an absolute path")
+        if self.home:  # compared with the venv's, never run (#23)
+            _abs_path(self.home, f"{path}.home")
 
 
-_PROMPT = re.compile(r"^[^\x00-\x1f\x7f\"'`$\\]{1,100}$")
+# uv writes the prompt into bin/activate and reads it from its argv: no shell code, no option
+_PROMPT = re.compile(r"^(?!-)[^\x00-\x1f\x7f-\x9f\"'`$\\]{1,100}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,9 +275,7 @@ class VenvInfo(Record):
     def validate(self, path: str) -> None:
         # the path is where restore builds, the prompt goes into bin/activate: a lockfile
         # from a pull request must not choose a relative folder or smuggle shell code
-        if not self.path.startswith("/"):
-            raise LockfileError(f"{path}.path: {_shown(self.path)} is not an absolute path")
-        _one_line(self.path, f"{path}.path")
+        _abs_path(self.path, f"{path}.path")
         if self.prompt is not None and not _PROMPT.match(self.prompt):
             raise LockfileError(f"{path}.prompt: {_shown(self.prompt)} is not a plain prompt")
 
@@ -238,8 +300,8 @@ class Distribution(Record):
         _pep508_name(self.name, f"{path}.name")
         if not self.problem:  # restore never pins a distribution recorded with a problem
             _pep440(self.version, f"{path}.version")
-        if self.direct_url is not None and not _URL.match(self.direct_url):
-            raise LockfileError(f"{path}.direct_url: {_shown(self.direct_url)} is not a URL")
+        if self.direct_url is not None:
+            _url(self.direct_url, f"{path}.direct_url")
         for i, req in enumerate(self.requires):
             _one_line(req, f"{path}.requires[{i}]")
 
@@ -266,6 +328,7 @@ class PackageBuild(Record):
         _pep440(self.version, f"{path}.version")
         if self.variant and not _NAME.match(self.variant):
             raise LockfileError(f"{path}.variant: {_shown(self.variant)} is not a build variant")
+        _plain(self.index_url, f"{path}.index_url")  # a pin's source on screen, never uv's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -351,6 +414,9 @@ class ChangedFile(Record):
     blob: str = ""  # git blob id of the working-tree file ("" when deleted or unknown)
     base_blob: str = ""  # git blob id of the file at HEAD ("" when new or unknown)
 
+    def validate(self, path: str) -> None:
+        _repo_path(self.path, f"{path}.path")
+
 
 @dataclass(frozen=True, kw_only=True)
 class MovedFile(Record):
@@ -362,6 +428,9 @@ class MovedFile(Record):
     own: bool = False  # envguard's own file (a lockfile, its journal, its config)
     patch: str = ""  # `git diff <lock's commit> HEAD -- path`, for --show-patch
 
+    def validate(self, path: str) -> None:
+        _repo_path(self.path, f"{path}.path")
+
 
 @dataclass(frozen=True, kw_only=True)
 class HeadMove(Record):
@@ -372,6 +441,9 @@ class HeadMove(Record):
     files: tuple[MovedFile, ...] = ()
     omitted: int = 0  # files past the limit, not listed
 
+    def validate(self, path: str) -> None:
+        _commit(self.base, f"{path}.base")
+
 
 @dataclass(frozen=True, kw_only=True)
 class UntrackedFile(Record):
@@ -381,6 +453,9 @@ class UntrackedFile(Record):
     size: int
     content: str | None = None  # small text files only, secrets redacted
     blob: str = ""  # git's blob id of the content, whatever the size (up to 64 MB)
+
+    def validate(self, path: str) -> None:
+        _repo_path(self.path, f"{path}.path")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -403,6 +478,10 @@ class CodeState(Record):
     redacted: int = 0  # lines of the patch whose secrets were redacted: it cannot apply as is
 
     def validate(self, path: str) -> None:
+        # restore --code runs git in root and hands it head and branch (#23)
+        _abs_path(self.root, f"{path}.root")
+        _commit(self.head, f"{path}.head")
+        _branch(self.branch, f"{path}.branch")
         if self.patch_encoding not in ("utf-8", "base64"):
             raise LockfileError(f"{path}.patch_encoding: expected 'utf-8' or 'base64'")
 

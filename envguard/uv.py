@@ -214,8 +214,8 @@ def create_venv(
 ) -> None:
     """A relocatable venv, so that it works after being renamed into the target path."""
     args = ["venv", "--quiet", "--relocatable", "--python", python]
-    if prompt:
-        args += ["--prompt", prompt]
+    if prompt:  # one argument: a prompt "--python=/x" stays the prompt (#23)
+        args.append(f"--prompt={prompt}")
     if system_site_packages:
         args.append("--system-site-packages")
     done = _uv([*args, str(path)], timeout=300)

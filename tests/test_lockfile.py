@@ -40,7 +40,12 @@ NAME = st.from_regex(r"[a-z][a-z0-9-]{0,15}[a-z0-9]", fullmatch=True)
 VERSION = st.from_regex(
     r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}(\.dev[0-9])?(\+[a-z0-9]{1,6})?", fullmatch=True
 )
-URL = st.from_regex(r"(https|file|git\+https)://[a-z0-9./_-]{1,30}", fullmatch=True)
+# a file: URL names an absolute path (#23)
+URL = st.from_regex(
+    r"(https|git\+https)://[a-z0-9./_-]{1,30}|file:///[a-z0-9./_-]{0,30}", fullmatch=True
+)
+PATH = st.from_regex(r"/[a-z0-9/._-]{0,30}", fullmatch=True)
+SHA = st.sampled_from(["", "0" * 40, "f" * 64])
 INT = st.integers(0, 2**62)
 
 DISTS = st.lists(
@@ -64,7 +69,7 @@ SNAPSHOTS = st.builds(
     envguard_version=TEXT,
     venv=st.builds(
         VenvInfo,
-        path=st.from_regex(r"/[a-z0-9/._-]{0,30}", fullmatch=True),
+        path=PATH,
         kind=TEXT,
         creator=st.none() | TEXT,
     ),
@@ -85,7 +90,7 @@ SNAPSHOTS = st.builds(
         version=VERSION,
         metadata_version=TEXT,
         variant=st.sampled_from(["", "cu128", "cpu", "rocm6.4", "xpu"]),
-        index_url=TEXT,
+        index_url=URL,
         source=TEXT,
         debug=st.none() | st.booleans(),
     ),
@@ -105,7 +110,7 @@ SNAPSHOTS = st.builds(
     ),
     code=st.none()
     | st.builds(
-        CodeState, root=TEXT, head=TEXT, patch=st.text(st.characters(exclude_categories=("Cs",)))
+        CodeState, root=PATH, head=SHA, patch=st.text(st.characters(exclude_categories=("Cs",)))
     ),
     environ=st.dictionaries(st.from_regex(r"[A-Z_]{1,12}", fullmatch=True), TEXT, max_size=4),
     warnings=st.tuples(TEXT),
