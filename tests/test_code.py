@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from envguard.errors import RepoError
 from envguard.probes import code
 from tests.conftest import git
+from tests.project import Project
 
 
 def _apply_to_clean_clone(repo: Path, tmp_path: Path, patch: bytes) -> Path:
@@ -144,3 +145,37 @@ def test_numstat_parser_round_trip(rows: list[tuple[str, int, int, bool]]) -> No
         text += f"{a}\t{r}\t\0old_{path}\0{path}\0" if renamed else f"{a}\t{r}\t{path}\0"
         want.append((path, -1 if added < 0 else added, -1 if added < 0 else max(removed, 0)))
     assert code._parse_numstat_z(text) == want
+
+
+# --- a new pyproject.toml holding only [tool.envguard] is envguard's own (#20) ---------------
+
+_ONLY_OURS = '[tool.envguard]\nfail-on = "warning"\n'
+
+
+@pytest.mark.parametrize("how", ["committed", "staged", "untracked"])
+def test_a_new_pyproject_of_only_envguards_settings_is_not_the_code(
+    project: Project, how: str
+) -> None:
+    """`envguard` configured in a project that had no pyproject.toml: the file is envguard's
+    configuration, as a new [tool.envguard] table in an existing pyproject already is."""
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    project.write("pyproject.toml", _ONLY_OURS)
+    if how != "untracked":
+        git(project.root, "add", "pyproject.toml")
+    if how == "committed":
+        project.commit("configure envguard", "pyproject.toml")
+    v = project.verdict()
+    assert v.exit_code == 0 and v.found() == set(), v.changes
+    assert ("critical", "code", "pyproject.toml") not in v.found("info")
+    if how == "committed":
+        head = v.one("git HEAD")
+        assert "only envguard's own files" in head["why"] and "pyproject.toml" in head["why"]
+
+
+def test_a_new_pyproject_with_dependencies_too_is_the_code(project: Project) -> None:
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    project.write("pyproject.toml", f'[project]\nname = "train"\nversion = "1"\n\n{_ONLY_OURS}')
+    project.commit("package the project", "pyproject.toml")
+    assert project.verdict().found() == {("critical", "code", "pyproject.toml")}

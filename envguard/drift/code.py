@@ -9,6 +9,7 @@ cannot change a run (documentation, the repository's own metadata) are shown as 
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Callable, Iterator
 
 from envguard.drift.report import Change
@@ -68,6 +69,23 @@ def _owner(a: CodeState, b: CodeState) -> Callable[[str], bool]:
     return lambda path: a.is_own(path) or b.is_own(path)
 
 
+def _config_only(path: str, then: str, now: str) -> bool:
+    """A pyproject.toml that holds nothing but ``[tool.envguard]`` on each side, or is absent:
+    the probe records such a file by its content less that table, which is then empty. New,
+    it is envguard's configuration, as a new table in an existing pyproject.toml already is."""
+    if path.rsplit("/", 1)[-1] != "pyproject.toml":
+        return False
+    return {then, now} <= {"", _no_config()}
+
+
+@functools.cache
+def _no_config() -> str:
+    # the probe's own identity of an empty configuration, so that the two never disagree
+    from envguard.probes.code import _config_identity
+
+    return _config_identity(b"")
+
+
 def _not_run(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatchcase(path, p) or fnmatch.fnmatchcase(name, p) for p in _NOT_RUN)
@@ -95,8 +113,10 @@ def _moved_head(
     a: CodeState, b: CodeState, since: HeadMove, own: Callable[[str], bool]
 ) -> Iterator[Change]:
     differing = list(_files(a, b, since, own))
-    mine = [m.path for m in since.files if m.own or own(m.path)]
-    code = [m.path for m in since.files if not (m.own or own(m.path))]
+    ours = [m.own or own(m.path) or _config_only(m.path, m.old_blob, m.new_blob)
+            for m in since.files]  # fmt: skip
+    mine = [m.path for m, o in zip(since.files, ours, strict=True) if o]
+    code = [m.path for m, o in zip(since.files, ours, strict=True) if not o]
     if not code:
         what = "only envguard's own files" if mine else "no file"
         why = f"moved by commits that changed {what}" + (f" ({_list(mine)})" if mine else "")
@@ -134,7 +154,7 @@ def _files(
         if own(path) or (path in moved and moved[path].own):
             continue
         x, y, m = then.get(path), now.get(path), moved.get(path)
-        if not _differs(x, y, m):
+        if not _differs(x, y, m) or _config_only(path, *_contents(x, y, m)):
             continue
         yield Change(
             severity="info" if _not_run(path) else "critical",
@@ -155,11 +175,14 @@ def _differs(x: ChangedFile | None, y: ChangedFile | None, m: MovedFile | None) 
     if not all(f.blob or f.base_blob for f in (x, y) if f is not None):
         # no blob ids (a hand-made lock): the patch sections decide
         return x is None or y is None or x.sha256 != y.sha256
+    return not _same_blob(*_contents(x, y, m))
+
+
+def _contents(x: ChangedFile | None, y: ChangedFile | None, m: MovedFile | None) -> tuple[str, str]:
+    """The file's content then and now, as blob ids ("" for no file)."""
     then, now = _blob(x, m, then=True), _blob(y, m, then=False)
     base = (x.base_blob if x else y.base_blob if y else "") if m is None else ""
-    then = base if then == _UNCHANGED else then
-    now = base if now == _UNCHANGED else now
-    return not _same_blob(then, now)
+    return (base if then == _UNCHANGED else then), (base if now == _UNCHANGED else now)
 
 
 def _same_blob(a: str, b: str) -> bool:
