@@ -66,7 +66,8 @@ class Forecast:
 # Flags that name where an install goes. --python/--prefix may name the venv checked; the
 # others install elsewhere, which preflight cannot forecast and run must not let happen.
 TARGET_FLAGS = {"--python": "python", "-p": "python", "--prefix": "prefix"}
-ELSEWHERE = {"--target", "-t", "--root", "--user", "--system", "--break-system-packages"}
+# (--break-system-packages is not one: it only matters to a system Python, never to a venv)
+ELSEWHERE = {"--target", "-t", "--root", "--user", "--system"}
 VALUED = {"--target", "-t", "--root"}
 # The same, said by the environment: another interpreter for uv or pip, a system install, a
 # target or prefix folder. An install envguard runs or forecasts goes without them.

@@ -214,3 +214,31 @@ def test_a_tool_size_is_what_removing_it_frees(project: Project, sglang_house: P
     folders = sum(p.lstat().st_blocks * 512 for p in [venv, *venv.rglob("*")] if p.is_dir())
     # the files uv's cache keeps a link to are not the tool's to free
     assert tool["bytes"] == every_file - elsewhere + folders
+
+
+def test_tool_run_pip_installs_into_the_tool_or_refuses(
+    project: Project, sglang_house: Path, tmp_path: Path
+) -> None:
+    """A uv-made tool has no pip: the next pip on PATH (envguard's own venv's) must not run."""
+    assert _add(project, sglang_house, "datagen", "sglang==0.5.23")[0] == 0
+    bins = tmp_path / "bins"
+    bins.mkdir()
+    marker = tmp_path / "outside-pip-ran"
+    (bins / "pip").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (bins / "pip").chmod(0o755)
+    env = {**{k: v for k, v in project.activated().items() if v}, "PATH": f"{bins}:/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "envguard", "tool", "run", "datagen", "--", "pip", "install", "x"],
+        cwd=project.root, capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert not marker.exists()
+    assert "has no pip" in done.stderr and "uv pip install" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_break_system_packages_is_harmless_inside_a_venv(project: Project) -> None:
+    from envguard.watch import in_target
+
+    argv = in_target(["uv", "pip", "install", "--break-system-packages", "x"], project.venv)
+    assert "--break-system-packages" in argv and str(project.venv.absolute()) in " ".join(argv)

@@ -8,7 +8,7 @@ from pathlib import Path
 from envguard import _run, targets, tools, uv
 from envguard.config import Config
 from envguard.results.tools import ToolAdded, ToolRemoved, ToolsListed
-from envguard.watch import in_venv
+from envguard.watch import in_target, in_venv
 
 
 def train_venv(cfg: Config, venv: Path | None) -> Path:
@@ -61,7 +61,8 @@ def run(cfg: Config, name: str, command: Sequence[str], *, venv: Path | None) ->
     where = path(cfg, name, venv=venv)
     if not command:
         raise tools.ToolError(f"nothing to run: envguard tool run {name} -- COMMAND...")
-    return _run.stream(list(command), env=in_venv(where))
+    # an install lands in the tool, never in whatever pip comes next on PATH
+    return _run.stream(in_target(command, where), env=in_venv(where))
 
 
 def remove(cfg: Config, name: str, *, venv: Path | None, force: bool) -> ToolRemoved:
