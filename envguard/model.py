@@ -253,7 +253,7 @@ class PythonInfo(Record):
     def validate(self, path: str) -> None:
         if self.version and not _PY_VERSION.match(self.version):
             raise LockfileError(f"{path}.version: {_shown(self.version)} is not a Python version")
-        if self.home:  # compared with the venv's, never run (#23)
+        if self.home:  # a record of the snapshot's machine: nothing runs it (#23)
             _abs_path(self.home, f"{path}.home")
 
 

@@ -153,27 +153,30 @@ def _uv(args: Sequence[str], timeout: float) -> Completed:
 # --- interpreters ---------------------------------------------------------------------------
 
 
-def interpreter_for(version: str, home: str | None, explicit: str | None = None) -> str:
-    """An interpreter for a venv of exactly ``version``: ``--python`` (a path, or a version
-    uv finds), else the locked venv's own base interpreter, else what ``uv python find``
-    finds, else pyenv's. None is a clear error saying what was tried and why it failed."""
+# Interpreters of this machine only: no venv (the one being replaced, or a .venv a commit
+# carries into the checkout) and no project's Python request; nothing is downloaded.
+_FIND = ("python", "find", "--system", "--no-project", "--no-python-downloads")
+
+
+def interpreter_for(version: str, explicit: str | None = None) -> tuple[str, str]:
+    """The interpreter a venv of exactly ``version`` is built with, and what found it
+    (``"--python"``, ``"uv"`` or ``"pyenv"``): ``--python`` (a path, or a version uv finds),
+    else what ``uv python find`` finds on this machine, else pyenv's. A lock's
+    ``python.home`` is never asked: a lockfile is untrusted, and running the python it names
+    would run whatever a commit put there (#23). None is a clear error."""
     if explicit:
-        return _explicit(explicit)
-    own = _home_python(version, home)
-    if own:
-        return own
-    done = _uv(["python", "find", "--no-python-downloads", f"=={version}"], timeout=60)
+        return _explicit(explicit), "--python"
+    done = _uv([*_FIND, f"=={version}"], timeout=60)
     if done.returncode == 0 and done.stdout.strip():
-        return done.stdout.strip()
+        return done.stdout.strip(), "uv"
     pyenv = _pyenv_python(version)
     if pyenv:
-        return pyenv
+        return pyenv, "pyenv"
     why = _last(done.stderr) if done.stderr.strip() else "no interpreter of that version"
-    gone = f"the venv's base interpreter in {home} is gone; " if home else ""
     raise EnvguardError(
-        f"no Python {version} interpreter found ({gone}uv python find: {why}; no pyenv "
-        f"version {version}), and the venv must be built with the locked version; install "
-        f"one (uv python install {version}) or pass --python PATH"
+        f"no Python {version} interpreter found (uv python find: {why}; no pyenv version "
+        f"{version}), and the venv must be built with the locked version; install one "
+        f"(uv python install {version}) or pass --python PATH"
     )
 
 
@@ -183,22 +186,10 @@ def _explicit(given: str) -> str:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise EnvguardError(f"--python {given}: not an executable interpreter")
         return str(path)
-    done = _uv(["python", "find", "--no-python-downloads", given], timeout=60)
+    done = _uv([*_FIND, given], timeout=60)
     if done.returncode != 0 or not done.stdout.strip():
         raise EnvguardError(f"--python {given}: uv python find found none ({_last(done.stderr)})")
     return done.stdout.strip()
-
-
-def _home_python(version: str, home: str | None) -> str | None:
-    """The locked venv's own base interpreter (pyvenv.cfg ``home``), if it is still there.
-
-    Searching with ``uv python find`` queries every interpreter on PATH (a quarter second
-    with pyenv shims); the caller checks the new venv's version instead.
-    """
-    if not home:
-        return None
-    candidate = Path(home) / f"python{'.'.join(version.split('.')[:2])}"
-    return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
 def _pyenv_python(version: str) -> str | None:

@@ -10,6 +10,8 @@ reaches the venv.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -213,6 +215,66 @@ def test_each_field_bound_for_uv_is_refused_when_read(attack: Attack, field: str
     assert not attack.installed(), "the attacker's numpy was installed"
     _refused(done, name)
     _refused(invoke("diff", str(attack.project.lock), str(attack.project.lock)), name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Task 2: python.home chose the executable restore ran
+
+
+def _evil_home(attack: Attack) -> Path:
+    """A folder holding a `python3.X` that writes the marker and then behaves as Python."""
+    home = attack.root / "evilhome"
+    home.mkdir(parents=True)
+    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    script = home / minor
+    real = os.path.realpath(attack.project.venv / "bin" / "python")
+    script.write_text(f'#!/bin/sh\ntouch {attack.marker}\nexec {real} "$@"\n')
+    script.chmod(0o755)
+    return home
+
+
+def _locked_home(home: Path) -> Callable[[Doc], None]:
+    return lambda doc: doc["python"].update(home=str(home))
+
+
+def test_the_locks_home_is_never_executed(attack: Attack) -> None:
+    attack.project.snapshot()
+    home = _evil_home(attack)
+    attack.edit(_locked_home(home))
+    code, out, err = attack.restore()
+    assert code == 0, err
+    assert not attack.marker.exists(), "restore ran the lock's python.home"
+    assert str(home) not in out
+
+
+def test_the_plan_names_the_interpreter_it_will_use(attack: Attack) -> None:
+    attack.project.snapshot()
+    home = _evil_home(attack)
+    attack.edit(_locked_home(home))
+    code, out, err = attack.restore("--dry-run")
+    assert code == 0, err
+    first = out.splitlines()[0]
+    version = ".".join(map(str, sys.version_info[:3]))
+    assert f"Python {version} (" in first and ", found by uv)" in first, first
+    assert str(home) not in out and not attack.marker.exists()
+    code, out, err = attack.restore("--dry-run", "--json")
+    plan = json.loads(out)["result"]["plan"]
+    assert plan["interpreter"] and Path(plan["interpreter"]).is_file()
+    assert not plan["interpreter"].startswith(str(home)) and plan["found_by"] == "uv"
+    # and what the plan names is what the build uses
+    code, out, err = attack.restore("--json")
+    assert code == 0, err
+    assert json.loads(out)["result"]["venv"]["python"] == plan["interpreter"]
+
+
+def test_an_explicit_python_is_named_as_such(attack: Attack) -> None:
+    attack.project.snapshot()
+    real = os.path.realpath(attack.project.venv / "bin" / "python")
+    code, out, err = attack.restore("--dry-run", "--python", real)
+    assert code == 0 and f"{Path(real).name}, --python), " in out.splitlines()[0], (out, err)
+    code, out, err = attack.restore("--dry-run", "--json", "--python", real)
+    plan = json.loads(out)["result"]["plan"]
+    assert (plan["interpreter"], plan["found_by"]) == (real, "--python")
 
 
 # ---------------------------------------------------------------------------------------------

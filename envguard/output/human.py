@@ -345,9 +345,13 @@ class Human:
                 "(nothing rebuilt; --rebuild forces it)", self.p.width, 2, first="",
             )  # fmt: skip
             return
+        # the interpreter the build runs, named before anything is done (#23)
+        how = plan.found_by if plan.found_by.startswith("-") else f"found by {plan.found_by}"
+        where = f" ({_p(plan.interpreter)}, {how})" if plan.interpreter else ""
         yield from wrap(
-            f"{self.p.paint('Restore plan', 'bold')} for {_p(plan.venv)}: Python {plan.python}, "
-            f"{plural(len(plan.pins), 'pin')}; uv asks {plan.indexes}", self.p.width, 2, first="",
+            f"{self.p.paint('Restore plan', 'bold')} for {_p(plan.venv)}: Python {plan.python}"
+            f"{where}, {plural(len(plan.pins), 'pin')}; uv asks {plan.indexes}",
+            self.p.width, 2, first="",
         )  # fmt: skip
         if plan.sources:
             yield from wrap(plan.sources, self.p.width, 2, first="  ")

@@ -68,10 +68,10 @@ def execute(
     *,
     force: bool = False,
     verify_import: bool = False,
-    python: str | None = None,
     progress: Progress | None = None,
 ) -> Outcome:
-    """Build, verify and swap in the planned venv; the old one is never lost."""
+    """Build, verify and swap in the planned venv with the interpreter the plan names; the
+    old one is never lost."""
     from envguard import snapshot
     from envguard.restore import processes
 
@@ -85,7 +85,8 @@ def execute(
                 listed = "; ".join(f"pid {u.pid}: {u.command}" for u in users[:5])
                 raise NotRestored(f"{paths.venv} is in use ({listed}); stop them or pass --force")
         step("create venv", 0, 1)
-        interpreter = uv_backend.interpreter_for(the_plan.python, lock.python.home, python)
+        # the plan's, found on this machine; a plan made without one finds it the same way
+        interpreter = the_plan.interpreter or uv_backend.interpreter_for(the_plan.python)[0]
         transaction.record(paths, "building")
         try:
             _create(paths.new, interpreter, the_plan, lock.venv.prompt)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from envguard import uv
 from envguard.errors import EnvguardError, NotRestored
 from envguard.model import Record, Snapshot
 from envguard.restore import build, parts
@@ -104,6 +105,9 @@ def prepare(req: Request) -> tuple[Plan | None, bool]:
             f"nothing to split: {req.target} "
             + ("already matches the lock" if unchanged else "does not exist")
         )
+    if not unchanged:  # the plan names the interpreter the build will run, dry run or not
+        interpreter, found_by = uv.interpreter_for(the_plan.python, req.python)
+        the_plan = replace(the_plan, interpreter=interpreter, found_by=found_by)
     return the_plan, unchanged
 
 
@@ -167,7 +171,6 @@ def _venv(
             the_plan,
             force=req.force,
             verify_import=req.verify_import,
-            python=req.python,
             progress=progress,
         )
     )

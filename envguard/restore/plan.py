@@ -59,6 +59,10 @@ class Plan(Record):
     python: str
     pins: tuple[Pin, ...]
     indexes: str  # how uv is pointed at indexes, in words
+    # the interpreter the venv is built with, found on this machine before the plan is shown
+    # (never the lock's python.home), and what found it: "uv", "pyenv" or "--python"
+    interpreter: str = ""
+    found_by: str = ""
     sources: str = ""  # why uv is pointed there, when envguard decided it (offline wheelhouse)
     overrides: Overrides = field(default_factory=lambda: Overrides())  # what uv is given
     skipped: tuple[str, ...] = ()  # lock entries that cannot be pinned, with the reason
