@@ -1,7 +1,8 @@
 """Which lock, venv and repo a command works on: decided here, once, for every command.
 
 Flags first, then ``ENVGUARD_*`` and the project's config (:mod:`envguard.config`), then
-what the project's lock recorded, then the active venv, then ``./.venv``. The lock's own venv
+what the project's lock recorded, then the active venv, then ``./.venv``; a lock named on the
+command line brings its venv, recorded, before the configured one. The lock's own venv
 comes before whatever venv happens to be active, so that pre-commit's or a tool's venv, or the
 venv envguard itself was installed into, is never compared by accident: envguard's own venv
 (``sys.prefix``), active, gives way to ``./.venv``, and without one is refused unless
@@ -47,17 +48,16 @@ def chosen_venv(explicit: Path | None, cfg: Config) -> Chosen:
 
 
 def venv_for(lock: Snapshot, explicit: Path | None, cfg: Config) -> Path:
-    """The live venv to compare with ``lock``: --venv, the configured venv, the venv the lock
-    recorded (when it is here), else the active one or ``.venv`` (a lock brought from another
+    """The live venv to compare with ``lock``: --venv, the venv the lock recorded (when it is
+    here), else the configured one, the active one or ``.venv`` (a lock brought from another
     machine)."""
-    for candidate in (explicit, cfg.venv):
-        if candidate is not None:
-            return candidate
+    if explicit is not None:
+        return explicit
     recorded = Path(lock.venv.path)
     if recorded.is_dir():
         return recorded
     try:
-        return _active_or_local(cfg).path
+        return chosen_venv(None, cfg).path
     except VenvError:
         raise VenvError(
             f"the lock's venv {recorded} does not exist here: pass --venv PATH"
@@ -107,31 +107,63 @@ def _active_or_local(cfg: Config) -> Chosen:
 def lock_for(
     explicit: Path | None, venv_path: Path | None, cfg: Config
 ) -> tuple[Path, Snapshot, Path]:
-    """(lockfile, its snapshot, the venv to compare it with) for ``diff [LOCK] [--venv]``."""
-    path = lock_path(explicit, venv_path, cfg)
+    """(lockfile, its snapshot, the venv to compare it with) for ``diff [LOCK] [--venv]``.
+
+    LOCK named: compared with --venv, else the venv it recorded (a tool's lock with the
+    tool's venv, whatever the config names). The configured lock: with --venv, else the
+    configured venv, else the one it recorded. No lock named: the venv (--venv, the
+    configured one) with the lock that recorded it or the project's only lock; nothing given,
+    the project's only lock with the venv it recorded, else the active venv or ``./.venv``
+    with its lock."""
+    path, venv_path = _pick(explicit, venv_path, cfg)
     locked = lockfile.read(path)
-    return path, locked, venv_for(locked, venv_path, cfg)
+    return path, locked, venv_path or venv_for(locked, None, cfg)
 
 
 def lock_path(explicit: Path | None, venv_path: Path | None, cfg: Config) -> Path:
-    """The lock a command works on: LOCK, else the configured lock, else the lock of the venv
-    given or configured, else the project's only lock, else the active venv's lock."""
-    if explicit is not None and _is_run_uri(explicit):
-        return _from_run(str(explicit))
-    path = explicit or cfg.lock
-    if path is None and (venv_path is not None or cfg.venv is not None):
-        path = _lock_of(venv(venv_path, cfg), cfg)
-    if path is None:
+    """The lock a command works on, as :func:`lock_for` picks it."""
+    return _pick(explicit, venv_path, cfg)[0]
+
+
+def _pick(explicit: Path | None, venv_path: Path | None, cfg: Config) -> tuple[Path, Path | None]:
+    """(the lock, the venv when the rung that picked the lock decides it too: None for the
+    venv the lock recorded)."""
+    if explicit is not None:
+        return (_from_run(str(explicit)) if _is_run_uri(explicit) else explicit), venv_path
+    if cfg.lock is not None:  # the config names the pair: its venv before the recorded one
+        return cfg.lock, venv_path or cfg.venv
+    if venv_path is not None or cfg.venv is not None:
+        given = chosen_venv(venv_path, cfg).path
+        return _recording(given, cfg), given
+    return _here(cfg)
+
+
+def _recording(venv_path: Path, cfg: Config) -> Path:
+    """The lock that recorded ``venv_path``, else the project's only lock."""
+    try:
+        return _lock_of(venv_path, cfg)
+    except LockfileError as none:
+        only = _only_lock(cfg, venv_path)  # several: an error naming them
+        if only is None:
+            raise none from None
+        return only
+
+
+def _here(cfg: Config) -> tuple[Path, Path | None]:
+    """Nothing named: the project's only lock, with the venv it recorded; among several, the
+    active venv's or ./.venv's."""
+    try:
+        only = _only_lock(cfg)
+    except LockfileError as several:
         try:
-            path = _only_lock(cfg)
-        except LockfileError as several:  # the active venv's, if it is one of them
-            try:
-                path = _lock_of(venv(None, cfg), cfg)
-            except (VenvError, LockfileError):
-                raise several from None
-    if path is None:
-        path = _lock_of(venv(venv_path, cfg), cfg)
-    return path
+            here = _active_or_local(cfg).path
+            return _lock_of(here, cfg), here
+        except (VenvError, LockfileError):
+            raise several from None
+    if only is not None:
+        return only, None
+    here = _active_or_local(cfg).path
+    return _lock_of(here, cfg), here
 
 
 def _is_run_uri(path: Path) -> bool:
@@ -164,14 +196,16 @@ def _lock_of(venv_path: Path, cfg: Config) -> Path:
     return lockfile.find_for_venv(env.name, env.info.path, cfg.lockfiles)
 
 
-def _only_lock(cfg: Config) -> Path | None:
-    """The project's lock when it has exactly one; None when it has none."""
+def _only_lock(cfg: Config, venv_path: Path | None = None) -> Path | None:
+    """The project's lock when it has exactly one; None when it has none. ``venv_path``: the
+    venv none of several recorded, for the message."""
     found = sorted(cfg.lockfiles.glob(f"*{lockfile.SUFFIX}")) if cfg.lockfiles.is_dir() else []
     if len(found) > 1:
-        names = ", ".join(p.name for p in found[:5])
+        names = ", ".join(p.name for p in found[:5]) + (", ..." if len(found) > 5 else "")
+        theirs = f", none of them {venv_path}'s" if venv_path is not None else ""
         raise LockfileError(
-            f"{len(found)} lockfiles in {cfg.lockfiles} ({names}): pass one, or set lock in "
-            "[tool.envguard]"
+            f"{len(found)} lockfiles in {cfg.lockfiles} ({names}){theirs}: pass one, or set "
+            "lock in [tool.envguard]"
         )
     return found[0] if found else None
 
