@@ -310,6 +310,14 @@ def diff(
 @click.option("--code", is_flag=True, help="Only the repo: the snapshot's HEAD and patch.")
 @click.option("--repo", type=_PATH, help="The repo for --code (default: the lock's).")
 @click.option("--cache", is_flag=True, help="Only the saved compile caches, if they fit.")
+@click.option(
+    "--cache-dir",
+    "cache_dirs",
+    type=_PATH,
+    multiple=True,
+    help="A custom cache folder the lock names that --cache may fill (repeatable; also "
+    "cache-dirs in [tool.envguard]).",
+)
 @click.option("--all", "everything", is_flag=True, help="The venv, then the caches and code.")
 @click.option(
     "--split",
@@ -343,6 +351,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
         path = targets.lock_path(lock, kw["venv"], _config())
         code, cache, everything = kw.pop("code"), kw.pop("cache"), kw.pop("everything")
         yes, dry_run = kw.pop("yes"), kw.pop("dry_run")
+        cache_dirs = (*kw.pop("cache_dirs"), *_config().cache_dirs)
         req = command.Request(
             lock_path=path,
             lock=lockfile.read(path),
@@ -352,6 +361,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
             code_step=everything or code,
             dry_run=dry_run,
             lockfiles=_config().lockfiles,
+            cache_dirs=cache_dirs,
             **kw,
         )
         plan, unchanged = command.prepare(req)

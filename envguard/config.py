@@ -15,6 +15,7 @@ config are relative to the project's root.
     ignore = ["host"]                        # areas not to judge
     ignore-env = ["WANDB_*"]                 # variables not to judge (globs)
     ignore-paths = ["notebooks/*"]           # code paths not to judge (globs)
+    cache-dirs = ["/scratch/aot-cache"]      # custom caches restore --cache may fill
 
     [tool.envguard.tools]                    # tool venvs beside the training venv
     datagen = ["sglang==0.5.23"]
@@ -38,7 +39,7 @@ AREAS = ("python", "torch", "cuda", "gpu", "code", "caches", "libraries", "packa
 FAIL_ON = ("critical", "warning", "any")
 _KEYS = {
     "venv", "lockfiles", "lock", "fail-on", "only", "ignore", "ignore-env", "ignore-paths",
-    "tools",
+    "tools", "cache-dirs",
 }  # fmt: skip
 
 
@@ -57,6 +58,7 @@ class Config:
     ignore_env: tuple[str, ...] = ()
     ignore_paths: tuple[str, ...] = ()
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    cache_dirs: tuple[Path, ...] = ()  # custom caches a lockfile may name for restore --cache
 
     def judging(self) -> Config:
         """This config, if it leaves an area to judge: judging none would say "No drift"
@@ -164,6 +166,7 @@ def _from_table(root: Path, source: str, t: dict[str, Any]) -> Config:
         ignore_env=_names(t.get("ignore-env", []), None, f"{where}.ignore-env"),
         ignore_paths=_names(t.get("ignore-paths", []), None, f"{where}.ignore-paths"),
         tools=_tools(t.get("tools", {}), f"{where}.tools"),
+        cache_dirs=_paths(root, t.get("cache-dirs", []), f"{where}.cache-dirs"),
     )
 
 
@@ -198,6 +201,10 @@ def _path(root: Path, value: object, where: str) -> Path | None:
         raise ConfigError(f"{where}: expected a path, got {value!r}")
     path = Path(value).expanduser()
     return path if path.is_absolute() else root / path
+
+
+def _paths(root: Path, value: object, where: str) -> tuple[Path, ...]:
+    return tuple(p for p in (_path(root, v, where) for v in _names(value, None, where)) if p)
 
 
 def _choice(value: object, choices: tuple[str, ...], where: str) -> str:

@@ -1,9 +1,11 @@
 """Compile caches saved beside a lockfile, and unpacked again only where they will be reused.
 
 ``train.envguard.toml`` gets ``train.envguard-caches.tar.gz``: one folder per cache and a
-manifest. An archive is untrusted input: where each cache goes comes from the trusted side
-(torch's and Triton's own cache settings here, or a custom cache folder the lockfile names),
-never from the archive. Every member of every folder is checked (regular files and folders
+manifest. The archive and the lockfile are untrusted input (a pull request, a CI artifact):
+where each cache goes is a folder this environment uses (torch's and Triton's own cache
+settings here) or one the user allows (``restore --cache-dir``, ``cache-dirs`` in
+``[tool.envguard]``), normalised before it is compared, never a folder of the archive's or
+the lockfile's choosing. Every member of every folder is checked (regular files and folders
 only, strictly inside their folder) and the declared sizes are checked against the free space
 before anything is written; files are written into a staging folder beside the cache and
 moved into place only once all of them are complete.
@@ -17,8 +19,10 @@ import json
 import os
 import posixpath
 import secrets
+import shlex
 import shutil
 import tarfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +37,12 @@ from envguard.probes.caches import skipped as _skipped
 MANIFEST = "envguard-caches.json"
 _MANIFEST_LIMIT = 16 << 20
 _MEMBER_LIMIT = 1_000_000  # a real Inductor cache has thousands; an archive of more is hostile
-# Never a cache's home, whatever a lockfile says: the system, and a home's own folders.
-_SYSTEM = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/sbin",
-           "/sys", "/usr", "/var")  # fmt: skip
+# Never a cache's home, whatever names it: the system, folders of folders, a home's own.
+_SYSTEM = ("/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/Users",  # noqa: S108
+           "/var", "/var/tmp")  # noqa: S108  # fmt: skip
+_SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+                 "/proc", "/run", "/sbin", "/sys", "/usr", "/var/lib", "/var/spool")  # fmt: skip
+_HOME_CACHES = (".cache", ".triton")  # a home's dot-folders a cache may be in (~/.triton/cache)
 _KINDS = ("inductor", "triton", "custom")
 _HEADROOM = 64 << 20  # left free on the disk after unpacking
 
@@ -89,17 +96,24 @@ class _Target:
 
 
 def restore(
-    lock_path: Path, lock: Snapshot, live: Snapshot, environ: dict[str, str] | None = None
+    lock_path: Path,
+    lock: Snapshot,
+    live: Snapshot,
+    environ: dict[str, str] | None = None,
+    *,
+    allowed: Iterable[Path] = (),
 ) -> list[Unpacked]:
     """Unpack the saved caches of ``lock`` where this environment's torch and Triton will
-    look for them, if (and only if) their entries will be reused by ``live``."""
+    look for them (or into the custom cache folders in ``allowed``), if (and only if) their
+    entries will be reused by ``live``."""
     archive = archive_path(lock_path)
     if not archive.is_file():
         raise EnvguardError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
-    here = default_paths(environ if environ is not None else dict(os.environ))
+    environ = environ if environ is not None else dict(os.environ)
+    here = {k: _normal(p) for k, p in default_paths(environ).items()}
     try:
         with tarfile.open(archive, "r:gz") as tar:
-            targets = _targets(tar, archive, lock, here)
+            targets = _targets(tar, archive, lock, here, tuple(allowed))
             for t in targets:
                 why = compat.mismatches(t.cache.compat, live)
                 if why:
@@ -116,7 +130,11 @@ def restore(
 
 
 def _targets(
-    tar: tarfile.TarFile, archive: Path, lock: Snapshot, here: dict[str, Path]
+    tar: tarfile.TarFile,
+    archive: Path,
+    lock: Snapshot,
+    here: dict[str, Path],
+    allowed: tuple[Path, ...],
 ) -> list[_Target]:
     """Each saved cache, where it goes (decided here, not by the archive), and its members;
     any member that is not a plain file or folder inside a known cache refuses them all."""
@@ -135,9 +153,12 @@ def _targets(
         _unique(member, seen)
         by_folder[folder].append((member, rel))
     return [
-        _Target(folder=f, cache=c, dest=_destination(c, lock, here), members=tuple(by_folder[f]))
+        _Target(
+            folder=f, cache=c, dest=_destination(c, lock, here, allowed),
+            members=tuple(by_folder[f]),
+        )
         for f, c in entries.items()
-    ]
+    ]  # fmt: skip
 
 
 def _manifest(tar: tarfile.TarFile, archive: Path) -> dict[str, CompileCache]:
@@ -166,21 +187,65 @@ def _manifest(tar: tarfile.TarFile, archive: Path) -> dict[str, CompileCache]:
     return out
 
 
-def _destination(cache: CompileCache, lock: Snapshot, here: dict[str, Path]) -> Path:
+def _destination(
+    cache: CompileCache, lock: Snapshot, here: dict[str, Path], allowed: tuple[Path, ...]
+) -> Path:
     """Where a saved cache goes: torch's or Triton's cache folder as this environment sets
-    it, or a custom cache folder that the lockfile (which the user reviewed) recorded."""
+    it, or a custom cache folder the lockfile records and the user allows (a lockfile is
+    changed by a pull request as easily as the archive beside it)."""
     if cache.kind in ("inductor", "triton"):
         return here[cache.kind]
-    if cache.kind == "custom":
-        recorded = {c.path for c in lock.caches if c.kind == "custom"}
-        if cache.path not in recorded:
-            raise NotRestored(
-                f"refusing the archive's cache folder {cache.path!r}: the lockfile records no "
-                "such cache; nothing was unpacked"
-            )
-        _plausible_cache(Path(cache.path))
-        return Path(cache.path)
-    raise NotRestored(f"refusing a cache of unknown kind {cache.kind!r}; nothing was unpacked")
+    if cache.kind != "custom":
+        raise NotRestored(f"refusing a cache of unknown kind {cache.kind!r}; nothing was unpacked")
+    if cache.path not in {c.path for c in lock.caches if c.kind == "custom"}:
+        raise NotRestored(
+            f"refusing the archive's cache folder {cache.path!r}: the lockfile records no "
+            "such cache; nothing was unpacked"
+        )
+    path = _plausible_cache(Path(cache.path))
+    if path not in {*here.values(), *(_normal(a.expanduser()) for a in allowed)}:
+        raise NotRestored(
+            f"refusing the lockfile's cache folder {path}: not one this environment uses; to "
+            f"allow it: envguard restore --cache-dir {shlex.quote(str(path))} (or cache-dirs "
+            "in [tool.envguard]); nothing was unpacked"
+        )
+    return path
+
+
+def _normal(path: Path) -> Path:
+    """``path`` absolute, with ``.`` and ``..`` folded by name, as the user reads it: no
+    link is followed (where links lead is looked at on the disk, when unpacking), and
+    ``//etc`` is ``/etc`` (POSIX leaves a leading ``//`` to the system; Linux reads ``/``)."""
+    text = os.path.normpath(path.absolute())
+    return Path("/" + text.lstrip("/") if text.startswith("//") else text)
+
+
+def _plausible_cache(path: Path) -> Path:
+    """A custom cache folder, normalised: never relative (to which folder?), the system, a
+    folder of homes, a home or above it, another user's home, or in one of a home's own
+    dot-folders (~/.ssh, ~/.config) but those of caches (~/.cache, ~/.triton)."""
+    if not path.is_absolute():
+        raise NotRestored(
+            f"refusing the cache folder {str(path)!r}: not an absolute path; nothing was unpacked"
+        )
+    real, home = _normal(path), _normal(Path.home())
+    if _is_system(real) or _is_home_folder(real, home):
+        raise NotRestored(f"refusing to unpack a cache into {real}: not a cache folder")
+    return real
+
+
+def _is_system(path: Path) -> bool:
+    return str(path) in _SYSTEM or any(path.is_relative_to(t) for t in _SYSTEM_TREES)
+
+
+def _is_home_folder(path: Path, home: Path) -> bool:
+    if home.is_relative_to(path):  # the home, or a folder above it
+        return True
+    if path.is_relative_to(home):
+        top = path.parts[len(home.parts)]
+        return top.startswith(".") and top not in _HOME_CACHES
+    homes = home.parent  # /home: a folder of homes, unless the home is a top folder (/root)
+    return homes != Path("/") and path.is_relative_to(homes)
 
 
 def _unique(member: tarfile.TarInfo, seen: dict[str, str]) -> None:
@@ -195,22 +260,6 @@ def _unique(member: tarfile.TarInfo, seen: dict[str, str]) -> None:
         if seen.get("/".join(parts[:i])) == "f":
             raise NotRestored(f"refusing {member.name!r}: a file of the archive is in its way")
     seen[name] = kind
-
-
-def _plausible_cache(path: Path) -> None:
-    """A custom cache folder from a lockfile (which a pull request can change) is never the
-    system, a home folder, or one of a home's own dot-folders (~/.ssh), ~/.cache aside."""
-    real = path.expanduser().absolute()
-    home = Path.home().absolute()
-    dot = len(real.parts) > len(home.parts) and real.parts[: len(home.parts)] == home.parts
-    top = real.parts[len(home.parts)] if dot else ""
-    if (
-        str(real) in _SYSTEM
-        or real == home
-        or home.is_relative_to(real)
-        or (top.startswith(".") and top != ".cache")
-    ):
-        raise NotRestored(f"refusing to unpack a cache into {real}: not a cache folder")
 
 
 def _split(name: str) -> tuple[str, str]:

@@ -55,6 +55,7 @@ class Request:
     allow_missing: bool = False  # build without the packages that cannot be pinned
     split: str | None = None  # the old venv becomes this tool instead of a backup
     lockfiles: Path = Path("lockfiles")  # where a split tool's lock goes
+    cache_dirs: tuple[Path, ...] = ()  # custom cache folders the user lets the lock name
 
     @property
     def target(self) -> Path:
@@ -183,7 +184,10 @@ def _venv(
 def _caches(req: Request, result: Result, tell: Callable[[Step], None]) -> Result:
     # --all restores the caches that were saved; with none saved there is nothing to do
     optional = req.venv_step and req.code_step
-    step = parts.caches(req.lock_path, req.lock, req.target, dry_run=req.dry_run, optional=optional)
+    step = parts.caches(
+        req.lock_path, req.lock, req.target, dry_run=req.dry_run, optional=optional,
+        allowed=req.cache_dirs,
+    )  # fmt: skip
     tell(step)
     return replace(result, caches=step)
 

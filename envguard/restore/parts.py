@@ -48,8 +48,15 @@ class CacheStep(Record):
 
 
 def caches(
-    lock_path: Path, locked: Snapshot, venv: Path, *, dry_run: bool, optional: bool = False
+    lock_path: Path,
+    locked: Snapshot,
+    venv: Path,
+    *,
+    dry_run: bool,
+    optional: bool = False,
+    allowed: tuple[Path, ...] = (),
 ) -> CacheStep:
+    """``allowed``: the custom cache folders the user lets a lockfile name."""
     archive = cache_archive.archive_path(lock_path)
     if optional and not archive.is_file():
         return CacheStep(archive=str(archive), dry_run=dry_run, missing=True)
@@ -58,7 +65,7 @@ def caches(
             raise EnvguardError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
         return CacheStep(archive=str(archive), dry_run=True)
     live = snapshot.take(venv, default_caches=False, with_code=False)
-    unpacked = cache_archive.restore(lock_path, locked, live)
+    unpacked = cache_archive.restore(lock_path, locked, live, allowed=allowed)
     return CacheStep(
         archive=str(archive),
         kind=tuple(u.kind for u in unpacked),
