@@ -108,7 +108,7 @@ def attack(project: Project, tmp_path: Path) -> Attack:
 def _refused(done: tuple[int, str, str], field: str) -> None:
     """Exit 2, one line on stderr naming the field, no traceback, nothing on stdout."""
     code, out, err = done
-    assert code == 2, (code, out, err)
+    assert code == 2 and out == "", (code, out, err)
     assert err.strip().count("\n") == 0 and "Traceback" not in err, err
     assert field in err, err
 
