@@ -25,13 +25,36 @@ _PARALLEL_FROM = 200
 
 
 @dataclass(frozen=True, kw_only=True)
+class Member(Record):
+    """A package of an install group: ``absent`` on the side it was not."""
+
+    name: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeChange(Record):
+    """A change that counts, as diff has it, less what a thousand nodes cannot carry (code
+    patches, whole journal commands). A group's ``old`` and ``new`` are "": its members say."""
+
+    severity: str
+    area: str
+    subject: str
+    old: str
+    new: str
+    why: str
+    members: tuple[Member, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Node(Record):
     file: str
     host: str
     facts: dict[str, str]
     differs: tuple[str, ...] = ()  # "torch: 2.11.0+cu128 (lock) → 2.11.0+cu130"
     fails: bool = False  # drift at the fail_on threshold, as diff would say
-    changes: tuple[str, ...] = ()  # "critical torch: 2.11.0+cu128 → 2.11.0+cu130", at most 8
+    changes: tuple[NodeChange, ...] = ()  # every one that counts; the screen shows 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,7 +116,7 @@ def expand(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-Loaded = tuple[str, dict[str, str], frozenset[str], tuple[str, ...]]
+Loaded = tuple[str, dict[str, str], frozenset[str], tuple[NodeChange, ...]]
 # The drift area behind each column: a column is shown as differing from the lock only where
 # the node's verdict counts a change in that area (a HEAD moved by the lockfile's commit is not).
 _AREA = {
@@ -117,9 +140,28 @@ def _load(path: Path) -> Loaded | str:
     snap = snapshot.stored_against(lock, snap)
     report = cfg.judged(drift.compare(lock, snap))
     counted = [c for c in report.changes if c.counts_at(cfg.fail_on)]
-    shown = tuple(f"{c.severity} {c.subject}: {c.old} → {c.new}" for c in counted[:8])
     areas = frozenset(c.area for c in counted)
-    return snap.host.hostname, facts(snap), areas, shown
+    return snap.host.hostname, facts(snap), areas, tuple(map(_node_change, counted))
+
+
+def _node_change(c: drift.Change) -> NodeChange:
+    return NodeChange(
+        severity=c.severity, area=c.area, subject=c.subject, old=c.old, new=c.new, why=c.why,
+        members=tuple(_member(m) for m in c.members),
+    )  # fmt: skip
+
+
+def _member(line: str) -> Member:
+    """A group's member as drift writes it for people ("~ numpy 2.3.0 → 2.4.0", "+ name 1.0",
+    "- name 1.0", a cause after it in brackets), read back into its parts."""
+    sign, name, *rest = [*line.split(" "), "", ""]
+    if sign == "~" and len(rest) > 2 and rest[1] == "→":
+        return Member(name=name, old=rest[0], new=rest[2])
+    if sign == "+":
+        return Member(name=name, old="absent", new=rest[0])
+    if sign == "-":
+        return Member(name=name, old=rest[0], new="absent")
+    return Member(name=line, old="", new="")  # a shape drift does not write: kept whole
 
 
 def _load_all(paths: Sequence[Path], lock: Snapshot, cfg: Config) -> list[Loaded | str]:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from envguard import fleet, lockfile
 from envguard.config import Config
-from tests.factories import base, inductor, torch_build
+from tests.factories import base, dist, inductor, torch_build
+from tests.project import invoke
 from tests.test_cli import envguard
 
 
@@ -96,7 +97,10 @@ def test_a_node_verdict_is_the_diff_verdict(tmp_path: Path) -> None:
     lockfile.write(node, _node("h1", packages=packages))
     report = fleet.compare(lockfile.read(lock), [node])
     assert report.drifted() and report.nodes[0].differs == ()
-    assert report.nodes[0].changes == ("warning numpy: 2.3.0 → 2.4.0",)
+    ((numpy),) = report.nodes[0].changes
+    assert (numpy.severity, numpy.subject, numpy.old, numpy.new) == (
+        "warning", "numpy", "2.3.0", "2.4.0",
+    )  # fmt: skip
     strict = Config(root=tmp_path, fail_on="critical")
     assert not fleet.compare(lockfile.read(lock), [node], strict).drifted()
     diffed = envguard("diff", str(lock), str(node), "--json")
@@ -158,3 +162,77 @@ def test_no_node_files_is_an_error_and_a_file_named_twice_counts_once(tmp_path: 
     assert len(result["nodes"]) == 1 and result["notes"] == [] and result["problems"] == []
     assert result["lockfile"] == str(lock) and result["nodes"][0]["file"] == str(node)
     assert envguard("fleet", str(lock), str(node)).stdout.startswith("The node matches the lock")
+
+
+# --- every change a node has: on screen eight, the rest said; in JSON all, structured (#20) ---
+
+
+def _drifted_node(tmp_path: Path, host: str = "h1", name: str = "h1") -> tuple[Path, Path]:
+    """A node with 12 new packages installed one by one (12 changes), and one install that
+    brought 7 packages and upgraded numpy together (a group of 8, which has no old and new
+    values of its own)."""
+    lock = tmp_path / "train.envguard.toml"
+    lockfile.write(lock, base())
+    alone = tuple(
+        dist(f"tool{i:02d}", "1.0", at=f"2026-11-{i + 2:02d}T09:00:00Z") for i in range(12)
+    )
+    at = "2026-11-20T09:00:00Z"
+    brought = tuple(dist(f"dep{i}", "1.0", at=at) for i in range(6))
+    root = dist("server", "0.5", at=at, requires=(*(f"dep{i}>=1" for i in range(6)), "numpy>=2.4"))
+    packages = tuple(
+        dataclasses.replace(d, version="2.4.0", installed_at=at) if d.name == "numpy" else d
+        for d in base().packages
+    )
+    node = tmp_path / "n" / f"{name}.envguard.toml"
+    lockfile.write(node, _node(host, packages=(*packages, *alone, *brought, root)))
+    return lock, node
+
+
+def _fleet(*args: str, width: int = 80) -> tuple[int, str]:
+    code, out, err = invoke("fleet", *args, env={"COLUMNS": str(width)})
+    assert code in (0, 1), err
+    return code, out
+
+
+def test_json_carries_every_change_with_its_members_structured(tmp_path: Path) -> None:
+    lock, node = _drifted_node(tmp_path)
+    code, out, _ = invoke("fleet", str(lock), str(node), "--json")
+    (n,) = json.loads(out)["result"]["nodes"]
+    assert code == 1 and len(n["changes"]) == 13
+    assert set(n["changes"][0]) >= {"severity", "area", "subject", "old", "new", "why", "members"}
+    (group,) = [c for c in n["changes"] if c["members"]]
+    assert group["subject"] == "8 packages"
+    assert {"name": "numpy", "old": "2.3.0", "new": "2.4.0"} in group["members"]
+    assert {"name": "dep0", "old": "absent", "new": "1.0"} in group["members"]
+    single = next(c for c in n["changes"] if c["subject"] == "tool00")
+    assert (single["old"], single["new"], single["members"]) == ("absent", "1.0", [])
+
+
+def test_the_screen_shows_eight_changes_and_says_what_it_left_out(tmp_path: Path) -> None:
+    lock, node = _drifted_node(tmp_path)
+    for width in (80, 160):
+        code, out = _fleet(str(lock), str(node), width=width)
+        assert code == 1 and all(len(line) <= width for line in out.splitlines()), out
+        rows = [line for line in out.splitlines() if line.lstrip().startswith("warning ")]
+        assert len(rows) == 8, out
+        assert "and 5 more: envguard fleet --json lists all (-v shows them)" in out
+        assert " →" not in "".join(r for r in rows if "packages" in r)  # no empty values
+    code, out = _fleet(str(lock), str(node), "-v")
+    assert len([line for line in out.splitlines() if "warning " in line]) == 13
+    assert "more" not in out
+    group = next(line for line in out.splitlines() if "8 packages" in line)
+    assert "→" not in group and "together" in group, group
+
+
+def test_one_host_in_two_files_is_named_by_each_file(tmp_path: Path) -> None:
+    """Two ranks of one node, or a node snapshotted twice: ``drift vm`` and ``ok vm`` alone
+    would not say which file is which."""
+    lock, _ = _drifted_node(tmp_path, host="vm", name="rank0")
+    cuda = _node("vm", torch=torch_build("2.11.0+cu130", "13.0"), packages=base().packages)
+    lockfile.write(tmp_path / "n" / "rank1.envguard.toml", cuda)
+    lockfile.write(tmp_path / "n" / "rank2.envguard.toml", _node("vm"))
+    _, out = _fleet(str(lock), str(tmp_path / "n"), "--all", width=160)
+    heads = [line.split()[:3] for line in out.splitlines() if line.startswith(("drift", "ok"))]
+    assert sorted(heads) == [
+        ["drift", "vm", "(rank0)"], ["drift", "vm", "(rank1)"], ["ok", "vm", "(rank2)"],
+    ], out  # fmt: skip

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envguard._units import human_bytes
@@ -22,6 +23,7 @@ from envguard.output.layout import path as _p
 
 if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the drift engine
     from envguard.drift import Change, DriftReport
+    from envguard.fleet import Node, NodeChange
     from envguard.results import Failed, Result
     from envguard.results.diff import DiffDone
     from envguard.results.fleet import FleetDone
@@ -34,6 +36,7 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 _SUBJECT_MAX = 16  # longer subjects push their values along rather than widen the column
+_NODE_CHANGES = 8  # a node's changes on the fleet screen, unless -v
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,7 +212,8 @@ class Human:
             return
         lock = ", ".join(f"{k} {v}" for k, v in report.lock.items())
         yield from wrap(lock, self.p.width, INDENT, first=self.p.paint("lock", "bold") + " " * 6)
-        width = min(_SUBJECT_MAX, max((len(n.host) for n in report.nodes), default=0))
+        names = _node_names(report.nodes)
+        width = min(_SUBJECT_MAX, max(map(len, names.values()), default=0))
         agreeing = 0
         for node in report.nodes:
             if not (node.fails or node.differs or self.show_all):
@@ -219,13 +223,12 @@ class Human:
             facts = [d.replace(" (lock) ", " ") for d in node.differs]
             # the host with its first differing fact; the rest below it, one per line, so that a
             # long one (a 12-digit cache fingerprint, a GPU list) never runs past the width
-            yield from headline(label, node.host, "", facts[0] if facts else "", self.p,
+            yield from headline(label, names[node.file], "", facts[0] if facts else "", self.p,
                                 label_style="bold red" if node.fails else "green",
                                 subject_width=width)  # fmt: skip
             for fact in facts[1:]:
                 yield from wrap(fact, self.p.width, INDENT + width + 2)
-            for change in node.changes:
-                yield from wrap(change, self.p.width)
+            yield from self._node_changes(node.changes)
         if agreeing:
             verb = "matches" if agreeing == 1 else "match"
             yield f"{plural(agreeing, 'node')} {verb} the lock (--all lists them)"
@@ -237,6 +240,17 @@ class Human:
             yield from wrap(
                 note, self.p.width, INDENT, first=self.p.paint("note", "dim") + "      "
             )
+
+    def _node_changes(self, changes: tuple[NodeChange, ...]) -> Iterator[str]:
+        """Eight a node, every one with -v; --json has them all, each with its members."""
+        shown = changes if self.verbosity > 0 else changes[:_NODE_CHANGES]
+        for c in shown:
+            values = " → ".join(v for v in (c.old, c.new) if v) or c.why  # a group: its why
+            yield from wrap(f"{c.severity} {c.subject}: {values}", self.p.width)
+        if len(changes) > len(shown):
+            left = f"and {len(changes) - len(shown)} more: envguard fleet --json lists all"
+            for line in wrap(f"{left} (-v shows them)", self.p.width):
+                yield self.p.paint(line, "dim")
 
     # --- log, export, protect, backups --------------------------------------------------------
 
@@ -496,6 +510,22 @@ class Human:
                             self.p.width, 2, first="")  # fmt: skip
         if code.back:
             yield from wrap(f"to go back: {code.back}", self.p.width, 2, first="")
+
+
+def _node_names(nodes: Sequence[Node]) -> dict[str, str]:
+    """Each node file's name on screen: its host, and the file's name too where one host is
+    in several files (two ranks of one node), else they would read alike."""
+    from envguard.lockfile import SUFFIX
+
+    twice = {h for h, n in Counter(n.host for n in nodes).items() if n > 1}
+    stems = Counter(Path(n.file).name for n in nodes)
+
+    def named(node: Node) -> str:
+        name = Path(node.file).name
+        file = name.removesuffix(SUFFIX) if stems[name] == 1 else _p(node.file)
+        return f"{node.host} ({file})" if node.host in twice else node.host
+
+    return {n.file: named(n) for n in nodes}
 
 
 def _in(root: str) -> str:

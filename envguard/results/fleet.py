@@ -27,6 +27,8 @@ class FleetDone(Result):
     def to_dict(self) -> dict[str, Any]:
         # problems and notes always, as diff's notes: a reader need not guess an absent key
         report = {"problems": [], "notes": [], **self.report.to_dict()}
-        for node in report["nodes"]:  # absolute in JSON, as every path there
+        for i, node in enumerate(report["nodes"]):  # absolute in JSON, as every path there
             node["file"] = os.path.normpath(Path(node["file"]).absolute())
+            # a reader indexes these on every node, the agreeing ones too
+            report["nodes"][i] = {"differs": [], "changes": [], **node}
         return {"lockfile": self.lock, **report, "fail_on": self.fail_on}
