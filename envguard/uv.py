@@ -101,7 +101,10 @@ class Indexes:
         for url in self.extra_index_urls:
             out += ["--extra-index-url", url]
         for link in self.find_links:
-            out += ["--find-links", link]
+            out += [
+                "--find-links",
+                link if "://" in link else str(Path(link).expanduser().absolute()),
+            ]
         if self.no_index:
             out.append("--no-index")
         if self.offline:
@@ -144,8 +147,11 @@ def find_uv() -> str:
 
 
 def _uv(args: Sequence[str], timeout: float) -> Completed:
+    # From the root folder: uv reads project config (uv.toml, pyproject's [tool.uv]) from the
+    # folder it runs in and up, and the checked-out repository is a teammate's, not the
+    # user's; the user's own uv.toml (~/.config/uv) still applies. Every path is absolute.
     try:
-        return run([find_uv(), *args], check=False, timeout=timeout, env=environ())
+        return run([find_uv(), *args], check=False, timeout=timeout, env=environ(), cwd=os.sep)
     except CommandError as exc:
         raise UvError(str(exc)) from exc
 
@@ -185,7 +191,7 @@ def _explicit(given: str) -> str:
     if os.sep in given or path.exists():
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise EnvguardError(f"--python {given}: not an executable interpreter")
-        return str(path)
+        return str(path.absolute())
     done = _uv([*_FIND, given], timeout=60)
     if done.returncode != 0 or not done.stdout.strip():
         raise EnvguardError(f"--python {given}: uv python find found none ({_last(done.stderr)})")
@@ -209,7 +215,7 @@ def create_venv(
         args.append(f"--prompt={prompt}")
     if system_site_packages:
         args.append("--system-site-packages")
-    done = _uv([*args, str(path)], timeout=300)
+    done = _uv([*args, str(path.absolute())], timeout=300)
     if done.returncode != 0:
         raise UvError(f"uv venv failed: {_last(done.stderr)}")
 
@@ -219,7 +225,7 @@ def create_venv(
 
 def install(python: Path, reqs: Sequence[str], indexes: Indexes, timeout: float = 3600) -> None:
     """``uv pip install REQS`` into the venv of ``python``: its own resolution."""
-    args = ["pip", "install", "--python", str(python), *indexes.argv(), "--", *reqs]
+    args = ["pip", "install", "--python", str(python.absolute()), *indexes.argv(), "--", *reqs]
     done = _uv(args, timeout=timeout)
     if done.returncode != 0:
         raise UvError(
@@ -229,7 +235,8 @@ def install(python: Path, reqs: Sequence[str], indexes: Indexes, timeout: float 
 
 def sync(python: Path, requirements: Path, indexes: Indexes, timeout: float = 3600) -> None:
     """Install exactly the pinned set, in one uv call."""
-    args = ["pip", "sync", "--python", str(python), *indexes.argv(), str(requirements)]
+    args = ["pip", "sync", "--python", str(python.absolute()), *indexes.argv(),
+            str(requirements.absolute())]  # fmt: skip
     done = _uv(args, timeout=timeout)
     if done.returncode != 0:
         _fail(
@@ -280,7 +287,8 @@ def _all_missing(
         if not lines:
             break
         rest.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        args = ["pip", "sync", "--dry-run", "--python", str(python), *indexes.argv(), str(rest)]
+        args = ["pip", "sync", "--dry-run", "--python", str(python.absolute()), *indexes.argv(),
+                str(rest.absolute())]  # fmt: skip
         more = [n for n in missing_packages(_uv(args, timeout=600).stderr) if n not in found]
         if not more:
             break
@@ -307,9 +315,9 @@ def compile_pylock(requirements: Path, output: Path, indexes: Indexes, python: s
         python,
         "--no-header",
         *indexes.argv(),
-        str(requirements),
+        str(requirements.absolute()),
         "-o",
-        str(output),
+        str(output.absolute()),
     ]
     done = _uv(args, timeout=1800)
     if done.returncode != 0:

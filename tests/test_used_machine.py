@@ -177,3 +177,25 @@ def test_the_demo_runs_on_a_used_machine(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Restored .venv: 8 packages match the lock" in done.stdout
     assert done.stdout.rstrip().splitlines()[-1].startswith("That was the incident")
+
+
+def test_a_uv_toml_committed_into_the_checkout_does_not_steer_a_restore(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uv reads project config from the folder it runs in: a teammate's repository is not the
+    user's configuration (a committed uv.toml could send pins to another index)."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    venv = make_venv(checkout / ".venv")
+    house = tmp_path / "before"
+    uv_install(venv, house, *known_good(house))
+    lock = checkout / "lockfiles" / "train.envguard.toml"
+    lockfile.write(lock, snapshot.take(venv, name="train", with_code=False))
+    swap_in_sglang(venv, tmp_path / "after")
+    (checkout / "uv.toml").write_text('[pip]\nno-binary = [":all:"]\n')  # nothing installable
+    monkeypatch.delenv("UV_NO_CONFIG")
+    done = envguard(
+        "restore", str(lock), "--find-links", str(house), "--offline", "--yes", cwd=checkout
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert snapshot.take(venv, with_code=False).versions()["transformers"] == "5.6.0"
