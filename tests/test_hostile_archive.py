@@ -8,12 +8,17 @@ caches are listed before and after.
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import hashlib
 import io
 import json
 import os
 import tarfile
+import time
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -187,3 +192,187 @@ def test_never_a_cache_folder_even_when_allowed(home: Path, path: str) -> None:
 )
 def test_plausible_cache_folders(home: Path, tmp_path: Path, path: str) -> None:
     cache_archive._plausible_cache(Path(path.format(home=home, tmp=tmp_path)))
+
+
+# ---------------------------------------------------------------------------------------------
+# All or none: every member checked against its final place before anything is written
+
+
+def test_a_link_inside_the_cache_leading_out_writes_nothing(project: Project, home: Path) -> None:
+    project.snapshot()
+    outside = home / "outside"
+    outside.mkdir()
+    (project.cache / "victim").symlink_to(outside)
+    members = [_file("0-x/fxgraph/aaa-new", b"good"), _file("0-x/victim/new/entry", b"evil")]
+    _archive(project, members, [_entry(project)])
+    _refused(project, "leads elsewhere")
+    assert list(outside.iterdir()) == []
+    assert not (project.cache / "fxgraph" / "aaa-new").exists()
+
+
+def test_a_file_in_the_way_in_the_second_cache_leaves_the_first_untouched(
+    project: Project, home: Path
+) -> None:
+    project.snapshot()
+    triton = Path(os.environ["TRITON_CACHE_DIR"])
+    triton.mkdir()
+    (triton / "k").write_text("a file where the archive has a folder")
+    _archive(
+        project,
+        [_file("0-x/fxgraph/aaa-new", b"good"), _file("1-y/k/x", b"kernel")],
+        [_entry(project), _entry(project, folder="1-y", kind="triton")],
+    )
+    _refused(project, "refusing")
+
+
+def test_a_failure_while_moving_into_place_puts_every_file_back(
+    project: Project, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.snapshot()
+    triton = project.cache.parent / "not-yet" / "triton"  # its folders are made, then taken back
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(triton))
+    _archive(
+        project,
+        [_file("0-x/fxgraph/aaa-new", b"good"), _file("0-x/fxgraph/bbb-new", b"good"),
+         _file("1-y/k/x", b"kernel"), _file("1-y/k/y", b"kernel")],
+        [_entry(project), _entry(project, folder="1-y", kind="triton")],
+    )  # fmt: skip
+    real = os.replace
+
+    def full_disk(src: str | Path, dst: str | Path) -> None:
+        if str(dst).startswith(f"{triton}/k/y"):
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    before = _world(project)
+    code, _, err = _restore(project)
+    assert code != 0 and "No space left" in err and "Traceback" not in err, err
+    assert _world(project) == before
+
+
+def test_two_caches_into_one_folder_are_refused(project: Project, home: Path) -> None:
+    project.snapshot()
+    _archive(
+        project,
+        [_file("0-x/fxgraph/a", b"first"), _file("1-y/fxgraph/a", b"second")],
+        [_entry(project), _entry(project, folder="1-y")],
+    )
+    _refused(project, "both go into")
+
+
+def test_a_name_deeper_than_any_path_is_refused(project: Project, home: Path) -> None:
+    project.snapshot()
+    _archive(project, [_file("0-x/" + "a/" * 100_000 + "f")], [_entry(project)])
+    started = time.perf_counter()
+    _refused(project, "a name of over 4096 characters")
+    assert time.perf_counter() - started < 10  # each folder of it is looked at once
+
+
+def test_a_genuine_archive_into_an_existing_cache_fills_it(project: Project, home: Path) -> None:
+    project.snapshot("--save-cache")
+    kept = next(project.cache.rglob("*.best_config"))
+    kept.write_text("mine")
+    gone = next(p for p in project.cache.rglob("*") if p.is_file() and p != kept)
+    gone.unlink()
+    code, out, err = _restore(project)
+    assert code == 0 and "Restored cache: inductor, 1 file into" in out, out + err
+    assert gone.is_file() and kept.read_text() == "mine"
+    assert not list(project.cache.parent.glob(".*envguard-unpack*"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the archive stops at the limits
+
+
+def _many(path: Path, count: int, manifest: bytes, *, size: int = 0) -> None:
+    """``count`` members of ``size`` bytes, streamed, then the manifest (last, as save puts it)."""
+    info = tarfile.TarInfo()
+    info.size = size
+    data = b"k" * size + b"\0" * (-size % tarfile.BLOCKSIZE)
+    with gzip.open(path, "wb", compresslevel=1) as gz:
+        for i in range(count):
+            info.name = f"0-x/fxgraph/{i:07d}"
+            gz.write(info.tobuf(format=tarfile.GNU_FORMAT) + data)
+        last = tarfile.TarInfo(cache_archive.MANIFEST)
+        last.size = len(manifest)
+        gz.write(last.tobuf(format=tarfile.GNU_FORMAT))
+        gz.write(manifest + b"\0" * (-len(manifest) % tarfile.BLOCKSIZE) + b"\0" * 1024)
+
+
+@pytest.fixture
+def peak(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The most memory the archive's restore allocated at once (the CLI around it aside)."""
+    peaks: list[int] = []
+    real = cache_archive.restore
+
+    def measured(*args: Any, **kwargs: Any) -> list[cache_archive.Unpacked]:
+        tracemalloc.start()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+
+    monkeypatch.setattr(cache_archive, "restore", measured)
+    yield peaks
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """How many headers tarfile read."""
+    calls = [0]
+    real = tarfile.TarFile.next
+
+    def next_(self: tarfile.TarFile) -> tarfile.TarInfo | None:
+        calls[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(tarfile.TarFile, "next", next_)
+    yield calls
+
+
+def _manifest_bytes(project: Project) -> bytes:
+    return json.dumps({"schema": 1, "caches": [_entry(project)]}).encode()
+
+
+def test_reading_stops_at_the_member_limit(
+    project: Project,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counted: list[int],
+    peak: list[int],
+) -> None:
+    project.snapshot()
+    monkeypatch.setattr(cache_archive, "_MEMBER_LIMIT", 1000)
+    _many(cache_archive.archive_path(project.lock), 50_000, _manifest_bytes(project))
+    started = time.perf_counter()
+    _refused(project, "more than 1,000 members")
+    assert time.perf_counter() - started < 10
+    assert counted[0] <= 1002  # not the 50,001 headers
+    assert peak[0] < 8 << 20  # 50,000 headers held are ~25 MB
+
+
+def test_a_huge_header_is_refused_without_reading_it_into_memory(
+    project: Project, home: Path, peak: list[int]
+) -> None:
+    project.snapshot()
+    name = tarfile.TarInfo("././@LongLink")
+    name.type, name.size = tarfile.GNUTYPE_LONGNAME, 64 << 20  # 64 MB of name in ~64 kB
+    with gzip.open(cache_archive.archive_path(project.lock), "wb") as gz:
+        gz.write(name.tobuf(format=tarfile.USTAR_FORMAT))
+        for _ in range(64):
+            gz.write(b"a" * (1 << 20))
+        gz.write(tarfile.TarInfo("0-x/f").tobuf(format=tarfile.GNU_FORMAT) + b"\0" * 1024)
+    _refused(project, "refusing")
+    assert peak[0] < 40 << 20  # tarfile alone holds the 64 MB name twice
+
+
+def test_reading_stops_at_the_size_ceiling(
+    project: Project, home: Path, monkeypatch: pytest.MonkeyPatch, counted: list[int]
+) -> None:
+    project.snapshot()
+    monkeypatch.setattr(cache_archive, "_SIZE_LIMIT", 10_000)
+    _many(cache_archive.archive_path(project.lock), 100, _manifest_bytes(project), size=4096)
+    _refused(project, "more than 10 kB")
+    assert counted[0] <= 4  # the third 4 kB member is over; the rest are not read

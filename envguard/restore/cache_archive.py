@@ -5,29 +5,35 @@ manifest. The archive and the lockfile are untrusted input (a pull request, a CI
 where each cache goes is a folder this environment uses (torch's and Triton's own cache
 settings here) or one the user allows (``restore --cache-dir``, ``cache-dirs`` in
 ``[tool.envguard]``), normalised before it is compared, never a folder of the archive's or
-the lockfile's choosing. Every member of every folder is checked (regular files and folders
-only, strictly inside their folder) and the declared sizes are checked against the free space
-before anything is written; files are written into a staging folder beside the cache and
-moved into place only once all of them are complete.
+the lockfile's choosing. The archive is read one header at a time, up to a member count and
+a total size; every member of every folder is checked (regular files and folders only,
+strictly inside their folder) and then against its final place (no file in the way of a
+folder, no link leading out of the cache) before anything is written. The new files are
+written into a private folder beside each cache and moved into place only once all of them,
+for every cache, are complete: all or none.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
+import itertools
 import json
 import os
 import posixpath
-import secrets
 import shlex
 import shutil
 import tarfile
-from collections.abc import Iterable
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import compat
 from envguard._fs import atomic_write
+from envguard._units import human_bytes
 from envguard.errors import EnvguardError, NotRestored
 from envguard.lockfile import compat_as_lists
 from envguard.model import CompileCache, Snapshot
@@ -36,7 +42,12 @@ from envguard.probes.caches import skipped as _skipped
 
 MANIFEST = "envguard-caches.json"
 _MANIFEST_LIMIT = 16 << 20
-_MEMBER_LIMIT = 1_000_000  # a real Inductor cache has thousands; an archive of more is hostile
+# A real cache has thousands of files, a big Triton one tens of thousands: reading stops at
+# the limit, holding what it read until then (at the limit: 6 s and 140 MB, measured).
+_MEMBER_LIMIT = 200_000
+_SIZE_LIMIT = 64 << 30  # the files' total, whatever the free space says
+_READ_LIMIT = 1 << 20  # one read of the archive: a header, a chunk of a file or the manifest
+_NAME_LIMIT = 4096  # a member's name: PATH_MAX, and no quadratic walk of a hostile one
 # Never a cache's home, whatever names it: the system, folders of folders, a home's own.
 _SYSTEM = ("/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/Users",  # noqa: S108
            "/var", "/var/tmp")  # noqa: S108  # fmt: skip
@@ -91,8 +102,14 @@ def save(snap: Snapshot, lock_path: Path) -> tuple[Path, int]:
 class _Target:
     folder: str
     cache: CompileCache
-    dest: Path
+    dest: Path  # normalised, absolute
     members: tuple[tuple[tarfile.TarInfo, str], ...]  # (member, its path inside the cache)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    target: _Target
+    files: tuple[tuple[tarfile.TarInfo, str], ...]  # the members not there yet: to write
 
 
 def restore(
@@ -112,21 +129,59 @@ def restore(
     environ = environ if environ is not None else dict(os.environ)
     here = {k: _normal(p) for k, p in default_paths(environ).items()}
     try:
-        with tarfile.open(archive, "r:gz") as tar:
+        with _open(archive) as tar:
             targets = _targets(tar, archive, lock, here, tuple(allowed))
-            for t in targets:
-                why = compat.mismatches(t.cache.compat, live)
-                if why:
-                    raise NotRestored(
-                        f"the saved {t.cache.kind} cache would not be reused here: "
-                        f"{'; '.join(why)}. Nothing was unpacked"
-                    )
-            _check_space(targets)
-            return [_unpack(tar, t) for t in targets]
-    except (tarfile.TarError, EOFError, OSError) as exc:
+            _check_compat(targets, live)
+            plans = [_planned(t) for t in targets]
+            _check_space(plans)
+            return _unpack_all(tar, plans)
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         if isinstance(exc, OSError) and exc.errno is not None:
             raise
         raise EnvguardError(f"{archive}: not a readable cache archive ({exc})") from exc
+
+
+class _Bounded:
+    """The decompressed archive, for tarfile, in reads of at most ``_READ_LIMIT`` bytes:
+    tarfile reads a long name or a pax header in one read of its declared size, and 1 MB of
+    archive can declare a 1 GB name (2 GB of memory, measured) before any check runs."""
+
+    def __init__(self, raw: gzip.GzipFile) -> None:
+        self._raw = raw
+
+    def read(self, size: int = -1, /) -> bytes:
+        if size is None or size < 0 or size > _READ_LIMIT:
+            raise NotRestored(
+                f"refusing the archive: a header or read of more than {human_bytes(_READ_LIMIT)}"
+            )
+        return self._raw.read(size)
+
+    def seek(self, pos: int, whence: int = 0, /) -> int:
+        return self._raw.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def write(self, b: bytes, /) -> int:
+        raise io.UnsupportedOperation("read only")
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+@contextlib.contextmanager
+def _open(archive: Path) -> Iterator[tarfile.TarFile]:
+    with gzip.GzipFile(archive, "rb") as raw, tarfile.open(fileobj=_Bounded(raw), mode="r:") as tar:
+        yield tar
+
+
+def _lazily(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    """The members one header at a time (iterating a TarFile, or getmember, reads every
+    header of the archive first); tarfile's own list of them is emptied as it goes, so that
+    what stays in memory is what the caller keeps."""
+    while (member := tar.next()) is not None:
+        tar.members.clear()  # type: ignore[attr-defined]  # a plain attribute; typeshed omits it
+        yield member
 
 
 def _targets(
@@ -138,36 +193,71 @@ def _targets(
 ) -> list[_Target]:
     """Each saved cache, where it goes (decided here, not by the archive), and its members;
     any member that is not a plain file or folder inside a known cache refuses them all."""
-    entries = _manifest(tar, archive)
+    entries, members = _read(tar, archive)
     by_folder: dict[str, list[tuple[tarfile.TarInfo, str]]] = {e: [] for e in entries}
-    seen: dict[str, str] = {}  # every path, "f" file or "d" folder
-    for count, member in enumerate(tar, start=1):
-        if count > _MEMBER_LIMIT:
-            raise NotRestored(f"refusing {archive}: more than {_MEMBER_LIMIT:,} members")
-        if member.name == MANIFEST:
-            continue
-        folder, rel = _split(member.name)
+    for folder, member, rel in members:
         if folder not in by_folder:
             raise NotRestored(f"refusing {member.name!r}: not inside a cache the manifest lists")
-        _check(member, rel)
-        _unique(member, seen)
         by_folder[folder].append((member, rel))
-    return [
+    targets = [
         _Target(
             folder=f, cache=c, dest=_destination(c, lock, here, allowed),
             members=tuple(by_folder[f]),
         )
         for f, c in entries.items()
     ]  # fmt: skip
+    _apart(targets)
+    return targets
 
 
-def _manifest(tar: tarfile.TarFile, archive: Path) -> dict[str, CompileCache]:
+def _apart(targets: list[_Target]) -> None:
+    """No two caches into one folder, or one inside the other: each would find the other's
+    files missing and write them again. Sorted by path, a folder's insides follow it."""
+    ordered = sorted(targets, key=lambda t: t.dest.parts)
+    for a, b in itertools.pairwise(ordered):
+        if b.dest.is_relative_to(a.dest):
+            raise NotRestored(
+                f"refusing the archive: its caches {a.folder!r} and {b.folder!r} both go into "
+                f"{a.dest}; nothing was unpacked"
+            )
+
+
+def _read(
+    tar: tarfile.TarFile, archive: Path
+) -> tuple[dict[str, CompileCache], list[tuple[str, tarfile.TarInfo, str]]]:
+    """The manifest (wherever it is) and every other member, (folder, member, path in it),
+    each checked as it is read: the reading stops at the first refusal or limit."""
+    manifest: dict[str, CompileCache] | None = None
+    members: list[tuple[str, tarfile.TarInfo, str]] = []
+    seen: dict[str, str] = {}  # every path, "f" file or "d" folder
+    total = 0
+    for count, member in enumerate(_lazily(tar), start=1):
+        if count > _MEMBER_LIMIT:
+            raise NotRestored(f"refusing {archive}: more than {_MEMBER_LIMIT:,} members")
+        if member.name == MANIFEST:
+            if manifest is not None:
+                raise NotRestored(f"refusing {archive}: it holds two manifests")
+            manifest = _manifest(tar, member, archive)
+            continue
+        folder, rel = _split(member.name)
+        _check(member, rel)
+        _unique(member, seen)
+        total += member.size
+        if total > _SIZE_LIMIT:  # before tarfile reads past this member's data
+            raise NotRestored(f"refusing {archive}: more than {human_bytes(_SIZE_LIMIT)} of files")
+        members.append((folder, member, rel))
+    if manifest is None:
+        raise EnvguardError(f"{archive}: not an envguard cache archive (no manifest)")
+    return manifest, members
+
+
+def _manifest(
+    tar: tarfile.TarFile, info: tarfile.TarInfo, archive: Path
+) -> dict[str, CompileCache]:
     try:
-        info = tar.getmember(MANIFEST)
         if not info.isfile() or info.size > _MANIFEST_LIMIT:
             raise ValueError("manifest is not a small file")
-        member = tar.extractfile(info)
-        data = json.loads(member.read() if member else b"")
+        data = json.loads(_data(tar, info))
         caches = data["caches"]
         if not isinstance(caches, list):
             raise TypeError("caches is not a list")
@@ -185,6 +275,15 @@ def _manifest(tar: tarfile.TarFile, archive: Path) -> dict[str, CompileCache]:
             {k: v for k, v in entry.items() if k != "folder"}, path=f"{archive.name}:{folder}"
         )
     return out
+
+
+def _data(tar: tarfile.TarFile, info: tarfile.TarInfo) -> bytes:
+    """A small member's bytes, read in chunks that _Bounded lets through."""
+    source, chunks, left = tar.extractfile(info), [], info.size
+    while source is not None and left > 0 and (chunk := source.read(min(left, _READ_LIMIT))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _destination(
@@ -269,6 +368,10 @@ def _split(name: str) -> tuple[str, str]:
 
 def _check(member: tarfile.TarInfo, rel: str) -> None:
     """Regular files and folders strictly inside their cache: nothing else is unpacked."""
+    if len(member.name) > _NAME_LIMIT:
+        raise NotRestored(
+            f"refusing {member.name[:80]!r}...: a name of over {_NAME_LIMIT} characters"
+        )
     if not (member.isfile() or member.isdir()):
         raise NotRestored(f"refusing {member.name!r}: links and devices are never unpacked")
     parts = rel.split("/")
@@ -286,12 +389,68 @@ def _check(member: tarfile.TarInfo, rel: str) -> None:
         raise NotRestored(f"refusing {member.name!r}: a negative size")
 
 
-def _check_space(targets: list[_Target]) -> None:
-    """The archive's declared sizes against the free space, before anything is written."""
-    need: dict[Path, int] = {}
+def _check_compat(targets: list[_Target], live: Snapshot) -> None:
     for t in targets:
-        root = _existing(t.dest)
-        need[root] = need.get(root, 0) + sum(m.size for m, _ in t.members if m.isfile())
+        why = compat.mismatches(t.cache.compat, live)
+        if why:
+            raise NotRestored(
+                f"the saved {t.cache.kind} cache would not be reused here: "
+                f"{'; '.join(why)}. Nothing was unpacked"
+            )
+
+
+def _planned(target: _Target) -> _Plan:
+    """The members to write, each checked against its final place before anything is: the
+    folders on its way that exist are folders, and a link among them leads inside the cache.
+    What is there stays (a cache is filled, never rewritten: its names are its contents'
+    hashes)."""
+    dest = target.dest
+    root = Path(os.path.realpath(dest))
+    if target.cache.kind == "custom":  # where the folder's own links lead, too
+        _plausible_cache(root)
+    folders = {"": _is_folder(dest, root)}  # the cache's folders looked at: whether they exist
+    files = []
+    for member, rel in target.members:
+        if member.isdir():
+            continue  # folders are made for the files in them
+        if _folder_exists(dest, root, posixpath.dirname(rel), folders) and (
+            (dest / rel).exists() or (dest / rel).is_symlink()
+        ):
+            continue
+        files.append((member, rel))
+    return _Plan(target=target, files=tuple(files))
+
+
+def _folder_exists(dest: Path, root: Path, rel: str, known: dict[str, bool]) -> bool:
+    """Whether the cache's folder ``rel`` exists, each folder above it looked at once."""
+    unknown = []
+    while rel not in known:
+        unknown.append(rel)
+        rel = posixpath.dirname(rel)
+    for sub in reversed(unknown):
+        known[sub] = known[posixpath.dirname(sub)] and _is_folder(dest / sub, root)
+    return known[unknown[0] if unknown else rel]
+
+
+def _is_folder(path: Path, root: Path) -> bool:
+    """Whether ``path`` exists; refused if it is a file, or a link leading out of ``root``
+    (what writing through it would write outside the cache)."""
+    if not (path.exists() or path.is_symlink()):
+        return False
+    real = Path(os.path.realpath(path))
+    if path.is_symlink() and not real.is_relative_to(root):
+        raise NotRestored(f"refusing {path}: a link in the cache that leads elsewhere ({real})")
+    if not path.is_dir():
+        raise NotRestored(f"refusing {path}: a file is where the cache has a folder")
+    return True
+
+
+def _check_space(plans: list[_Plan]) -> None:
+    """The sizes of the files to write against the free space, before anything is written."""
+    need: dict[Path, int] = {}
+    for p in plans:
+        root = _existing(p.target.dest)
+        need[root] = need.get(root, 0) + sum(m.size for m, _ in p.files)
     for root, size in need.items():
         free = shutil.disk_usage(root).free
         if size + _HEADROOM > free:
@@ -307,33 +466,68 @@ def _existing(path: Path) -> Path:
     return path
 
 
-def _unpack(tar: tarfile.TarFile, target: _Target) -> Unpacked:
-    dest = target.dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
+def _unpacked(plan: _Plan) -> Unpacked:
+    t = plan.target
+    return Unpacked(kind=t.cache.kind, path=str(t.dest), files=len(plan.files))
+
+
+def _unpack_all(tar: tarfile.TarFile, plans: list[_Plan]) -> list[Unpacked]:
+    """Every new file of every cache written into a private folder beside its cache, then
+    all moved into place: on any failure, what was moved or made is taken back, and every
+    cache (and what is around it) is as it was."""
+    undo: list[Path] = []  # folders made and files moved into place, in that order
+    staged: list[tuple[_Plan, Path]] = []
+    try:
+        try:
+            for plan in plans:
+                if plan.files:
+                    staged.append((plan, _staging(plan.target.dest, undo)))
+                    for member, rel in plan.files:
+                        _copy(tar, member, staged[-1][1] / rel)
+            for plan, staging in staged:
+                _place(plan, staging, undo)
+        finally:  # before taking back: a staging folder is in a folder that may be taken back
+            for _, staging in staged:
+                shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        _take_back(undo)
+        raise
+    return [_unpacked(p) for p in plans]
+
+
+def _staging(dest: Path, undo: list[Path]) -> Path:
+    _make_folders(dest.parent, undo)
     for stale in dest.parent.glob(f".{dest.name}.envguard-unpack-*"):
         shutil.rmtree(stale, ignore_errors=True)  # what a killed unpack left
-    staging = dest.parent / f".{dest.name}.envguard-unpack-{secrets.token_hex(4)}"
-    staging.mkdir()
-    try:
-        files = []
-        for member, rel in target.members:
-            # a cache is filled, never rewritten: what is there stays (its names are its
-            # contents' hashes), and nothing outside a cache's layout is replaced
-            if member.isdir() or (dest / rel).exists() or (dest / rel).is_symlink():
-                continue
-            _copy(tar, member, staging / rel)
-            files.append(rel)
-        for rel in files:
-            final = dest / rel
-            final.parent.mkdir(parents=True, exist_ok=True)
-            if final.parent.is_symlink() or not final.parent.resolve().is_relative_to(
-                dest.resolve()
-            ):
-                raise NotRestored(f"refusing {rel!r}: a link inside {dest} leads elsewhere")
-            os.replace(staging / rel, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return Unpacked(kind=target.cache.kind, path=str(dest), files=len(files))
+    return Path(tempfile.mkdtemp(prefix=f".{dest.name}.envguard-unpack-", dir=dest.parent))
+
+
+def _place(plan: _Plan, staging: Path, undo: list[Path]) -> None:
+    for _, rel in plan.files:
+        final = plan.target.dest / rel
+        _make_folders(final.parent, undo)
+        os.replace(staging / rel, final)
+        undo.append(final)
+
+
+def _make_folders(path: Path, undo: list[Path]) -> None:
+    """``path`` and the folders above it that are missing, each recorded to be taken back."""
+    missing = []
+    while not path.exists() and not path.is_symlink() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir()
+        undo.append(folder)
+
+
+def _take_back(undo: list[Path]) -> None:
+    for path in reversed(undo):
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()  # only if empty: what someone else put there stays
+            else:
+                path.unlink()
 
 
 def _copy(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path) -> None:
