@@ -1,11 +1,13 @@
-"""Who changed a package: the install journal when it knows, else inference.
+"""Who changed a package, by the evidence there is: the install journal, else requirements.
 
-Inference names the group of distributions installed together (close dist-info times), its
-root, and the requirement that forced the version: "installed with sglang 0.5.23; sglang
-0.5.23 requires torch==2.11.0". Only the members of that install are asked: a package that
-was there before did not cause it, and a requirement envguard does not know (uv's dry run
-carries none) gives no cause rather than a guessed one. A journal record of ``envguard run``
-wins over inference.
+A journal record of ``envguard run`` is a package's cause when it is the newest record to
+touch the package before the state compared was taken, and it left the version that state
+has: a record made later (``diff A B``, with B older than the record) did not make B, and one
+whose version is not there was undone since by a command the journal never saw. Without one,
+the cause is the install group the package arrived with (``grouping``: requirement edges,
+never install times alone), its root, and the requirement that brought it: "installed with
+sglang 0.5.23 (sglang requires torch==2.11.0)". A requirement envguard does not know (uv's
+dry run carries none) gives no cause rather than a guessed one.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ class JournalEntry(Protocol):
     def finished(self) -> str: ...
     @property
     def exit_code(self) -> int: ...
-    def touched(self) -> set[str]: ...
+    @property
+    def added(self) -> tuple[str, ...]: ...  # "name version"
+    @property
+    def removed(self) -> tuple[str, ...]: ...
+    @property
+    def changed(self) -> tuple[str, ...]: ...  # "name old → new"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +72,15 @@ class Cause:
         return self.detail or self.short()
 
 
+@dataclass(frozen=True, kw_only=True)
+class Install:
+    """A journal record made after the snapshot, and the version it left each package at."""
+
+    number: int  # the record's number in the journal, from 1
+    entry: JournalEntry
+    left: dict[str, str | None]  # None: it removed the package
+
+
 def causes(
     old: Snapshot,
     new: Snapshot,
@@ -79,9 +95,11 @@ def causes(
     added = [d for n, d in b.items() if n not in a]
     changed = [d for n, d in b.items() if n in a and not same(a[n].version, d.version)]
     moved = {d.name for d in (*added, *changed)} | (a.keys() - b.keys())
-    out = _from_journal(old, entries, moved)
+    out = _from_journal(behind(new, installs_since(old, entries)), moved)
     if groups is None:
-        groups = grouping.install_groups(added, changed)
+        groups = grouping.install_groups(
+            added, changed, {d.name: a[d.name].version for d in changed}
+        )
     for group in groups:
         needed = [d for d in group.members if d.name not in out]
         if not needed:
@@ -97,40 +115,70 @@ def causes(
     return out
 
 
-def installs_since(old: Snapshot, entries: Sequence[JournalEntry]) -> list[set[str]]:
-    """The names each journal record after the snapshot touched, newest record first, each
-    name in one record only (its newest, as causes are given): journaled installs are known
-    installs, and are never merged with another by install time."""
-    out: list[set[str]] = []
+def installs_since(old: Snapshot, entries: Sequence[JournalEntry]) -> list[Install]:
+    """The journal records made after ``old`` was taken, newest first (a record of the
+    snapshot's own second counts: the snapshot was taken before the command it let run)."""
+    numbered = [
+        Install(number=i, entry=e, left=_left(e))
+        for i, e in enumerate(entries, start=1)
+        if _order(e.finished, old.taken_at) >= 0
+    ]
+    # appended as each command ends: of two in one second, the later line is the later one
+    return sorted(numbered, key=lambda i: (i.entry.finished, i.number), reverse=True)
+
+
+def behind(new: Snapshot, installs: Sequence[Install]) -> list[tuple[Install, set[str]]]:
+    """The records that made ``new`` what it is, each with the names it is the cause of: for
+    each name, its newest record made by the time ``new`` was taken, if that record left the
+    version ``new`` has. Journaled installs are known installs, never merged with another."""
+    now = new.versions()
     seen: set[str] = set()
-    for entry in sorted(entries, key=lambda e: e.finished, reverse=True):
-        if entry.finished < old.taken_at:
-            continue
-        names = entry.touched() - seen
+    out = []
+    for install in installs:  # newest first
+        if _order(install.entry.finished, new.taken_at) > 0:
+            continue  # made after ``new`` was taken: it cannot have made it
+        names = install.left.keys() - seen
         seen |= names
-        if names:
-            out.append(names)
+        mine = {n for n in names if _same_state(install.left[n], now.get(n))}
+        if mine:
+            out.append((install, mine))
     return out
 
 
-def _from_journal(
-    old: Snapshot, entries: Sequence[JournalEntry], moved: set[str]
-) -> dict[str, Cause]:
+def _order(stamp: str, other: str) -> int:
+    """-1, 0 or 1 as ``stamp`` is before, in the same second as, or after ``other``; 0 when
+    either is no time (a forecast is "planned"): time rules nothing out then."""
+    a, b = grouping.seconds(stamp), grouping.seconds(other)
+    return 0 if a is None or b is None else (a > b) - (a < b)
+
+
+def _left(entry: JournalEntry) -> dict[str, str | None]:
+    left: dict[str, str | None] = {}
+    for line in entry.removed:
+        left[line.split(" ", 1)[0]] = None
+    for line in (*entry.added, *entry.changed):
+        name, _, rest = line.partition(" ")
+        left[name] = rest.rsplit(" → ", 1)[-1]
+    return left
+
+
+def _same_state(left: str | None, have: str | None) -> bool:
+    if left is None or have is None:
+        return left is have
+    return same(left, have)
+
+
+def _from_journal(found: Sequence[tuple[Install, set[str]]], moved: set[str]) -> dict[str, Cause]:
     out: dict[str, Cause] = {}
-    numbered = sorted(enumerate(entries, start=1), key=lambda ie: ie[1].finished, reverse=True)
-    for number, entry in numbered:
-        if entry.finished < old.taken_at:
-            continue  # before the snapshot: not what changed since
-        for name in entry.touched() & moved:
-            out.setdefault(
-                name,
-                Cause(
-                    command=short_command(entry.command),
-                    record=number,
-                    detail=f"by `{' '.join(entry.command)}` ({entry.user}@{entry.host}, "
-                    f"{entry.finished}, exit {entry.exit_code})",
-                ),
-            )
+    for install, names in found:
+        entry = install.entry
+        cause = Cause(
+            command=short_command(entry.command),
+            record=install.number,
+            detail=f"by `{' '.join(entry.command)}` ({entry.user}@{entry.host}, "
+            f"{entry.finished}, exit {entry.exit_code})",
+        )
+        out.update(dict.fromkeys(names & moved, cause))
     return out
 
 
@@ -252,16 +300,12 @@ Requirer = tuple[str, requirements.Req]  # ("sglang", the requirement)
 
 
 def _requirers(group: grouping.InstallGroup) -> dict[str, list[Requirer]]:
-    """For each name, the group members that require it, the group's root first. Each
-    member's Requires-Dist is read once; a group of 600 holds thousands of lines."""
-    members = sorted(group.members, key=lambda d: d is not group.root)
+    """For each name, the members whose requirement brought it (the group's edges, the
+    group's root first): the only requirements that are evidence of its cause."""
+    root = group.root.name if group.root else None
     out: dict[str, list[Requirer]] = {}
-    for dist in members:
-        label = dist.name
-        for line in dist.requires:
-            req = requirements.parse(line)
-            if req is not None and req.name != dist.name:
-                out.setdefault(req.name, []).append((label, req))
+    for requirer, dep, req in sorted(group.edges, key=lambda e: e[0] != root):
+        out.setdefault(dep, []).append((requirer, req))
     return out
 
 

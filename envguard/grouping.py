@@ -1,92 +1,165 @@
-"""Which packages arrived together: clusters of close install times, and each cluster's root.
+"""Which packages arrived together, and the evidence that they did.
 
-An install command writes all its dist-info folders within seconds; a later one is minutes or
-days apart. The root is the member no other member requires (the thing that was asked for);
-``REQUESTED`` cannot tell it, since uv writes it for dependencies too.
+One command is one group when something knows the command: a journal record of ``envguard
+run``, or the plan a preflight forecasts. Otherwise a group is what requirements tie together:
+X brought Y when X requires Y and that requirement pulled Y in (Y was not there), ruled Y's
+old version out, or pins Y's new one exactly. A requirement that admitted the old version did
+not force the new one (a later command did), so it ties nothing. Install times only rule an
+edge out (a package there hours before its requirer came on its own); closeness in time never
+makes one, since two commands a minute apart, or two packages asked for in one command, are
+no evidence of each other. The root is the member that requires, at least transitively, every
+other member; a group without one has no root rather than a guessed one. ``REQUESTED`` cannot
+tell the root of an installed group, since uv writes it for dependencies too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from envguard import requirements
 from envguard.model import Distribution
+from envguard.versions import same
 
+# a dependency is installed within the same command as its requirer: further apart than this,
+# it was there already (or came later), whatever the requirement says
 WINDOW_SECONDS = 120
+
+Edge = tuple[str, str, requirements.Req]  # (requirer, the package it brought, the requirement)
 
 
 @dataclass(frozen=True, kw_only=True)
 class InstallGroup:
-    members: tuple[Distribution, ...]
-    root: Distribution | None  # the root that pulled in most of the group
-    installed_at: str
-
-
-def requirement_names(dist: Distribution) -> set[str]:
-    return {r.name for r in map(requirements.parse, dist.requires) if r is not None}
+    members: tuple[Distribution, ...]  # by name
+    root: Distribution | None  # the member that requires every other one, when one does
+    installed_at: str  # the earliest member's time, "2026-11-30 19:46:15", or ""
+    edges: tuple[Edge, ...] = ()  # who brought whom, requirer by requirer: the evidence
 
 
 def install_groups(
-    added: Iterable[Distribution], changed: Iterable[Distribution], window: float = WINDOW_SECONDS
+    added: Iterable[Distribution],
+    changed: Iterable[Distribution] = (),
+    old: Mapping[str, str] | None = None,
 ) -> list[InstallGroup]:
-    """Cluster ``added`` and ``changed`` (their new side) by install time, oldest first."""
-    members = sorted([*added, *changed], key=lambda d: (d.installed_at, d.name))
-    clusters: list[list[Distribution]] = []
-    last: float | None = None
-    for dist in members:
-        t = _seconds(dist.installed_at)
-        close = last is not None and t is not None and t - last <= window
-        # a forecast's packages carry one "planned" stamp and no time: one install all the same
-        same = bool(clusters) and t is None and dist.installed_at == clusters[-1][-1].installed_at
-        if clusters and (close or (same and dist.installed_at)):
-            clusters[-1].append(dist)
+    """``added`` and ``changed`` (their new side; ``old``: their versions before) grouped by
+    requirement, oldest group first; a forecast's packages (one "planned" stamp, no time) are
+    the one command they are planned by."""
+    before = old or {}
+    timed: list[Distribution] = []
+    planned: dict[str, list[Distribution]] = {}
+    for dist in [*added, *changed]:
+        if dist.installed_at and seconds(dist.installed_at) is None:
+            planned.setdefault(dist.installed_at, []).append(dist)
         else:
-            clusters.append([dist])
-        last = t
-    return [_group(c) for c in clusters]
+            timed.append(dist)
+    groups = [command_group(members, before) for members in planned.values()]
+    found = _edges(timed, before, WINDOW_SECONDS)
+    for members in _components(timed, found):
+        names = {d.name for d in members}
+        groups.append(_group(members, [e for e in found if e[0] in names], asked=False))
+    return sorted(groups, key=lambda g: g.installed_at)
 
 
-def _seconds(stamp: str) -> float | None:
+def command_group(members: Iterable[Distribution], old: Mapping[str, str]) -> InstallGroup:
+    """The packages one known command installed: a group whatever their requirements say;
+    its root is the member requiring every other, else the only one it asked for."""
+    mine = list(members)
+    return _group(mine, _edges(mine, old, None), asked=True)
+
+
+def brought(req: requirements.Req, old_version: str | None, new: Distribution) -> bool:
+    """Whether ``req`` is evidence that installing its requirer put ``new`` where it is."""
+    if old_version is None or requirements.excludes(req.spec, old_version):
+        return True
+    # `torch==2.11.0` admits 2.11.0+cu128, yet names the 2.11.0 that replaced it
+    spec = req.spec
+    exact = spec.startswith("==") and not spec.startswith("===") and "," not in spec
+    return exact and not spec.endswith("*") and same(spec[2:].strip(), new.version)
+
+
+def seconds(stamp: str) -> float | None:
     try:
         return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
 
 
-def _group(members: Sequence[Distribution]) -> InstallGroup:
+def _edges(
+    members: Iterable[Distribution], old: Mapping[str, str], window: float | None
+) -> list[Edge]:
+    """Who brought whom among ``members``; ``window``: how far apart two installs of one
+    command can be (None: they are one command, known)."""
+    ordered = sorted(members, key=lambda d: d.name)
+    by_name = {d.name: d for d in ordered}
+    out: list[Edge] = []
+    for requirer in ordered:
+        for line in requirer.requires:
+            req = requirements.parse(line)
+            dep = by_name.get(req.name) if req is not None else None
+            if req is None or dep is None or dep is requirer:
+                continue
+            if brought(req, old.get(dep.name), dep) and _close(requirer, dep, window):
+                out.append((requirer.name, dep.name, req))
+    return out
+
+
+def _close(a: Distribution, b: Distribution, window: float | None) -> bool:
+    ta, tb = seconds(a.installed_at), seconds(b.installed_at)
+    return window is None or ta is None or tb is None or abs(ta - tb) <= window
+
+
+def _components(members: Sequence[Distribution], edges: Sequence[Edge]) -> list[list[Distribution]]:
+    """The members each connected by edges, either way; one with none is a group of its own."""
+    links: dict[str, set[str]] = {d.name: set() for d in members}
+    for requirer, dep, _ in edges:
+        links[requirer].add(dep)
+        links[dep].add(requirer)
+    by_name = {d.name: d for d in members}
+    seen: set[str] = set()
+    out = []
+    for dist in members:
+        if dist.name not in seen:
+            reach = _closure(dist.name, links)
+            seen |= reach
+            out.append([by_name[n] for n in sorted(reach)])
+    return out
+
+
+def _group(members: Sequence[Distribution], edges: Sequence[Edge], *, asked: bool) -> InstallGroup:
     ordered = tuple(sorted(members, key=lambda d: d.name))
+    times = [d.installed_at for d in ordered if seconds(d.installed_at) is not None]
     return InstallGroup(
         members=ordered,
-        root=_root(ordered),
-        installed_at=members[0].installed_at.replace("T", " ").rstrip("Z")
-        if _seconds(members[0].installed_at) is not None
-        else "",
+        root=_root(ordered, edges, asked),
+        installed_at=min(times).replace("T", " ").rstrip("Z") if times else "",
+        edges=tuple(edges),
     )
 
 
-def _root(members: Sequence[Distribution]) -> Distribution | None:
+def _root(
+    members: Sequence[Distribution], edges: Sequence[Edge], asked: bool
+) -> Distribution | None:
     if len(members) < 2:
         return None
+    needs: dict[str, set[str]] = {}
+    for requirer, dep, _ in edges:
+        needs.setdefault(requirer, set()).add(dep)
     names = {d.name for d in members}
-    needs = {d.name: requirement_names(d) & names for d in members}
-    required = set().union(*needs.values())
-    roots = [d for d in members if d.name not in required] or list(members)
-    # without requirements to tell (a forecast from uv's dry run), what was asked for is the
-    # root; installers that write REQUESTED for everything make this a no-op
-    asked = [d for d in roots if d.requested]
-    if asked and len(asked) < len(roots):
-        roots = asked
-    sizes = {d.name: len(_closure(d.name, needs)) for d in roots}
-    top = max(sizes.values())
-    tied = [d for d in roots if sizes[d.name] == top]
-    # several roots alike (three packages asked for, nothing known of what needs what): the
-    # group has no one root, and naming one would be a guess
-    return tied[0] if len(tied) == 1 else None
+    pulled = {dep for _, dep, _ in edges}
+    # only a member nothing brought can reach every other (or any of a cycle): a group of
+    # 600 has few such, and each closure walks the whole group
+    tops = [d for d in members if d.name not in pulled] or members
+    whole = [d for d in tops if _closure(d.name, needs) >= names]
+    if whole:  # two that require each other, and so everything, tell no one root
+        return whole[0] if len(whole) == 1 else None
+    # one command that asked for one package (a forecast from uv's dry run carries no
+    # requirements): everything else came for it. Installed uv groups are all REQUESTED.
+    wanted = [d for d in members if d.requested] if asked else []
+    return wanted[0] if len(wanted) == 1 else None
 
 
-def _closure(name: str, needs: dict[str, set[str]]) -> set[str]:
+def _closure(name: str, needs: Mapping[str, set[str]]) -> set[str]:
     seen, todo = set(), [name]
     while todo:
         current = todo.pop()

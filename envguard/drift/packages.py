@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from envguard import grouping
+from envguard import attribution, grouping
 from envguard.drift.report import Change
 from envguard.model import Distribution, Snapshot
 from envguard.versions import newer, same
@@ -21,24 +21,24 @@ class Delta:
     groups: tuple[grouping.InstallGroup, ...]
 
 
-def delta(old: Snapshot, new: Snapshot, installs: Sequence[set[str]] = ()) -> Delta:
-    """``installs``: the names each journaled install touched; each is a group of its own,
-    whatever else happened within the same two minutes."""
+def delta(old: Snapshot, new: Snapshot, installs: Sequence[attribution.Install] = ()) -> Delta:
+    """``installs``: the journal's records since ``old``; each record that made ``new`` is a
+    group of its own (its command), whatever else happened within the same minute. The rest
+    is grouped by requirement."""
     a = {d.name: d for d in old.packages}
     b = {d.name: d for d in new.packages}
     added = tuple(b[n] for n in sorted(b.keys() - a.keys()))
     both = sorted(a.keys() & b.keys())
     changed = tuple(b[n] for n in both if not same(a[n].version, b[n].version))
+    before = {d.name: a[d.name].version for d in changed}
     groups: list[grouping.InstallGroup] = []
-    rest_added, rest_changed = list(added), list(changed)
-    for names in installs:
-        mine_added = [d for d in rest_added if d.name in names]
-        mine_changed = [d for d in rest_changed if d.name in names]
-        if mine_added or mine_changed:
-            groups += grouping.install_groups(mine_added, mine_changed, window=float("inf"))
-            rest_added = [d for d in rest_added if d.name not in names]
-            rest_changed = [d for d in rest_changed if d.name not in names]
-    groups += grouping.install_groups(rest_added, rest_changed)
+    rest = [*added, *changed]
+    for _, names in attribution.behind(new, installs):
+        mine = [d for d in rest if d.name in names]
+        if mine:
+            groups.append(grouping.command_group(mine, before))
+            rest = [d for d in rest if d.name not in names]
+    groups += grouping.install_groups(rest, (), before)
     return Delta(
         added=added,
         changed=changed,

@@ -182,21 +182,29 @@ def _direct_pin(dist: Distribution) -> tuple[Pin | None, str]:
 
 
 def _removals(lock: Snapshot, current: Snapshot | None) -> tuple[Removal, ...]:
+    """What the venv has beyond the lock, grouped by requirement: "installed with it" only of
+    packages the named one requires (a package installed a minute later is its own)."""
     if current is None:
         return ()
     locked = {d.name for d in lock.packages}
     extra = [d for d in current.packages if d.name not in locked]
-    out = []
-    for group in grouping.install_groups(extra, []):
-        root = group.root or group.members[0]
-        others = len(group.members) - 1
-        summary = f"{root.name} {root.version}" + (
-            f" and {others} package{'s' if others != 1 else ''} installed with it" if others else ""
-        )
-        out.append(
-            Removal(summary=summary, members=tuple(f"{d.name} {d.version}" for d in group.members))
-        )
-    return tuple(out)
+    return tuple(
+        Removal(summary=_removal(g), members=tuple(f"{d.name} {d.version}" for d in g.members))
+        for g in grouping.install_groups(extra)
+    )
+
+
+def _removal(group: grouping.InstallGroup) -> str:
+    """``sglang 0.5.23 and 46 packages installed with it``; without one root, the packages
+    nothing else there requires, and how many they require."""
+    brought = {dep for _, dep, _ in group.edges}
+    tops = [group.root] if group.root else [d for d in group.members if d.name not in brought]
+    named = [f"{d.name} {d.version}" for d in tops or group.members]  # none: a cycle
+    others = len(group.members) - len(named)
+    if not others:
+        return " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+    verb = "installed with it" if len(named) == 1 else "they require"
+    return f"{', '.join(named)} and {others} package{'s' if others != 1 else ''} {verb}"
 
 
 def _changes(lock: Snapshot, current: Snapshot | None) -> tuple[str, ...]:
