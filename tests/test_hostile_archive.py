@@ -2,7 +2,7 @@
 ``envguard restore --cache`` (in-process) into a fake home that holds a ``.ssh``.
 
 After each refused attack nothing was written anywhere: the fake home, the project and the
-caches are listed before and after.
+caches are listed before and after. A dry run says what the real run does, word for word.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tarfile
 import time
 import tracemalloc
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from envguard import lockfile
+from envguard.demo.cache import BuiltBy, make
 from envguard.errors import NotRestored
 from envguard.restore import cache_archive
 from tests.project import Project, invoke
@@ -376,3 +378,78 @@ def test_reading_stops_at_the_size_ceiling(
     _many(cache_archive.archive_path(project.lock), 100, _manifest_bytes(project), size=4096)
     _refused(project, "more than 10 kB")
     assert counted[0] <= 4  # the third 4 kB member is over; the rest are not read
+
+
+# ---------------------------------------------------------------------------------------------
+# A dry run checks what the real run checks, and says it in the same words
+
+
+def _traversal(project: Project, home: Path, tmp_path: Path) -> None:
+    _archive(project, [_file("0-x/fxgraph/ok", b"ok"), _file("0-x/../../escaped")],
+             [_entry(project)])  # fmt: skip
+
+
+def _climb(project: Project, home: Path, tmp_path: Path) -> None:
+    _custom_attack(project, f"{home}/.cache/../.ssh")
+
+
+def _unallowed(project: Project, home: Path, tmp_path: Path) -> None:
+    _custom_attack(project, str(tmp_path / "aot-cache"))
+
+
+def _other_torch(project: Project, home: Path, tmp_path: Path) -> None:
+    shutil.rmtree(project.cache)
+    make(project.cache, BuiltBy(torch="2.11.0+cu130", cuda="13.0"))
+    project.snapshot("--save-cache")
+
+
+def _link_out(project: Project, home: Path, tmp_path: Path) -> None:
+    (home / "outside").mkdir()
+    (project.cache / "victim").symlink_to(home / "outside")
+    _archive(project, [_file("0-x/victim/new/entry", b"evil")], [_entry(project)])
+
+
+def _no_manifest(project: Project, home: Path, tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("0-x/a")
+        tar.addfile(info, io.BytesIO(b""))
+    cache_archive.archive_path(project.lock).write_bytes(buf.getvalue())
+
+
+@pytest.mark.parametrize(
+    "attack", [_traversal, _climb, _unallowed, _other_torch, _link_out, _no_manifest],
+    ids=["traversal", "dotdot-path", "unallowed-custom", "other-torch", "link-out",
+         "no-manifest"],
+)  # fmt: skip
+def test_a_dry_run_refuses_what_the_real_run_refuses(
+    project: Project, home: Path, tmp_path: Path, attack
+) -> None:
+    project.snapshot()
+    attack(project, home, tmp_path)
+    before = _world(project)
+    dry = _restore(project, "--dry-run")
+    assert _world(project) == before
+    real = _restore(project)
+    assert _world(project) == before
+    assert dry[0] == real[0] != 0 and dry[2] == real[2], (dry, real)
+    assert "would unpack" not in dry[1].lower()
+
+
+def test_a_dry_run_says_what_the_real_run_does(project: Project, home: Path) -> None:
+    project.snapshot("--save-cache")
+    shutil.rmtree(project.cache)
+    before = _world(project)
+    code, out, err = _restore(project, "--dry-run")
+    assert code == 0, err
+    assert _world(project) == before
+    said = " ".join(out.split())
+    files = len([m for m in _members(project) if m.isfile()])
+    assert f"would unpack cache: inductor, {files} files into {project.cache}" in said, said
+    code, out, err = _restore(project)
+    assert code == 0 and f"Restored cache: inductor, {files} files into" in " ".join(out.split())
+
+
+def _members(project: Project) -> list[tarfile.TarInfo]:
+    with tarfile.open(cache_archive.archive_path(project.lock)) as tar:
+        return [m for m in tar.getmembers() if m.name != cache_archive.MANIFEST]

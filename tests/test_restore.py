@@ -269,8 +269,14 @@ def test_all_restores_venv_then_code_and_cache(tmp_path: Path, repo: Path, monke
     subprocess.run(["git", "-C", str(repo), "commit", "-qam", "wip"], check=True)
     (repo / "train.py").write_text("new work\n")
 
-    dry = envguard("restore", str(lock), "--code", "--cache", "--dry-run", "--json")
-    assert dry.returncode == 0 and json.loads(dry.stdout)["result"]["code"]["files"] == 1
+    # a dry run checks the caches against the venv --all will have restored (torch cu128),
+    # not the drifted one: alone, --cache would refuse them here, dry or not
+    dry = _restore(lock, house, "--all", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    result = json.loads(dry.stdout)["result"]
+    assert result["code"]["files"] == 1 and result["caches"]["files"] == [36]
+    cache_only = envguard("restore", str(lock), "--code", "--cache", "--dry-run")
+    assert cache_only.returncode == 3 and "torch 2.11.0+cu128 (cache) vs" in cache_only.stderr
     done = _restore(lock, house, "--all")
     assert done.returncode == 0, done.stderr
     assert "saved your uncommitted work as stash@{0}" in done.stdout

@@ -443,13 +443,14 @@ class Human:
                 "restored", self.p.width, 2, first="",
             )  # fmt: skip
             return
-        if step.dry_run:
-            yield f"would unpack {_p(step.archive)} if its caches fit this venv"
-            return
+        # a dry run made every check the real run makes: it says what that one would do
+        done = (
+            "would unpack cache" if step.dry_run else self.p.paint("Restored cache", "bold green")
+        )
         for kind, path, files in zip(step.kind, step.paths, step.files, strict=True):
             yield from wrap(
-                f"{self.p.paint('Restored cache', 'bold green')}: {kind}, "
-                f"{plural(files, 'file')} into {_p(path)}", self.p.width, 2, first="",
+                f"{done}: {kind}, {plural(files, 'file')} into {_p(path)}",
+                self.p.width, 2, first="",
             )  # fmt: skip
 
     def _part_failed(self, failed: Any) -> Iterator[str]:

@@ -10,7 +10,7 @@ a total size; every member of every folder is checked (regular files and folders
 strictly inside their folder) and then against its final place (no file in the way of a
 folder, no link leading out of the cache) before anything is written. The new files are
 written into a private folder beside each cache and moved into place only once all of them,
-for every cache, are complete: all or none.
+for every cache, are complete: all or none. A dry run makes every check and writes nothing.
 """
 
 from __future__ import annotations
@@ -119,10 +119,11 @@ def restore(
     environ: dict[str, str] | None = None,
     *,
     allowed: Iterable[Path] = (),
+    dry_run: bool = False,
 ) -> list[Unpacked]:
     """Unpack the saved caches of ``lock`` where this environment's torch and Triton will
     look for them (or into the custom cache folders in ``allowed``), if (and only if) their
-    entries will be reused by ``live``."""
+    entries will be reused by ``live``. ``dry_run``: every check, nothing written."""
     archive = archive_path(lock_path)
     if not archive.is_file():
         raise EnvguardError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
@@ -134,6 +135,8 @@ def restore(
             _check_compat(targets, live)
             plans = [_planned(t) for t in targets]
             _check_space(plans)
+            if dry_run:
+                return [_unpacked(p) for p in plans]
             return _unpack_all(tar, plans)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         if isinstance(exc, OSError) and exc.errno is not None:

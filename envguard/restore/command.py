@@ -126,7 +126,9 @@ def run(
     if the_plan is not None and not req.dry_run:
         parts_asked.append(("venv", lambda r: _venv(req, the_plan, unchanged, r, tell, progress)))
     if req.caches_step:
-        parts_asked.append(("caches", lambda r: _caches(req, r, tell)))
+        # a dry run checks the caches against the venv the real run will have restored
+        rebuilds = req.dry_run and the_plan is not None and not unchanged
+        parts_asked.append(("caches", lambda r: _caches(req, r, tell, rebuilds)))
     saved: list[str | None] = [None]  # the stash of the user's work, said even when code failed
     if req.code_step:
         parts_asked.append(("code", lambda r: _code(req, r, tell, saved)))
@@ -181,12 +183,12 @@ def _venv(
     return replace(result, venv=outcome)
 
 
-def _caches(req: Request, result: Result, tell: Callable[[Step], None]) -> Result:
+def _caches(req: Request, result: Result, tell: Callable[[Step], None], rebuilds: bool) -> Result:
     # --all restores the caches that were saved; with none saved there is nothing to do
     optional = req.venv_step and req.code_step
     step = parts.caches(
         req.lock_path, req.lock, req.target, dry_run=req.dry_run, optional=optional,
-        allowed=req.cache_dirs,
+        allowed=req.cache_dirs, rebuilds_venv=rebuilds,
     )  # fmt: skip
     tell(step)
     return replace(result, caches=step)
