@@ -12,13 +12,15 @@ venv envguard itself was installed into, is never compared by accident: envguard
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import _fs, lockfile
 from envguard.config import Config
-from envguard.errors import LockfileError, VenvError
+from envguard.errors import EnvguardError, LockfileError, VenvError
 from envguard.model import Snapshot
 from envguard.probes.venv import locate
 
@@ -164,6 +166,79 @@ def _here(cfg: Config) -> tuple[Path, Path | None]:
         return only, None
     here = _active_or_local(cfg).path
     return _lock_of(here, cfg), here
+
+
+@dataclass(frozen=True)
+class Resnapshot:
+    """The ``envguard snapshot`` that records a venv again into a lock, with only the flags a
+    bare one needs to take that venv and write that file: the way to accept drift that was
+    meant."""
+
+    lock: Path
+    venv: Path | None = None  # --venv: a bare snapshot would take another venv
+    repo: Path | None = None  # --repo, as the diff was given it
+    name: str = ""  # --name: the venv's own name is not the lock's, or is not known here
+    output: bool = False  # -o LOCK: a bare snapshot would write another file
+    commit: bool = False  # the lock is in the repository here: git add it and commit
+
+    def command(self, shown: Callable[[str], str] = str) -> str:
+        """The command line, each path as ``shown`` writes it (a screen: relative)."""
+        args = ["envguard", "snapshot"]
+        for flag, path in (("--venv", self.venv), ("--repo", self.repo)):
+            if path is not None:
+                args += [flag, _quoted(shown(str(path)))]
+        if self.name:
+            args += ["--name", _quoted(self.name)]
+        if self.output:
+            args += ["-o", _quoted(shown(str(self.lock)))]
+        return " ".join(args)
+
+
+def resnapshot(
+    lock_path: Path, lock: Snapshot, venv_path: Path, cfg: Config, repo: Path | None = None
+) -> Resnapshot | None:
+    """How to record ``venv_path`` into ``lock_path`` again; None for a lock that is no file of
+    the project's (a tracked run's, downloaded into envguard's cache)."""
+    if _fs.is_inside(lock_path.absolute(), _fs.user_cache_dir() / "runs"):
+        return None
+    try:
+        bare: Path | None = chosen_venv(None, cfg).path
+    except VenvError:
+        bare = None
+    try:
+        own = locate(venv_path).name
+    except EnvguardError:  # not here (a fleet's node): the lock's name, said
+        own = ""
+    name = "" if own == lock.name else lock.name
+    here = _work_tree(Path.cwd())
+    return Resnapshot(
+        lock=lock_path,
+        venv=None if bare is not None and _same(bare, venv_path) else venv_path,
+        repo=repo,
+        name=name,
+        output=not _same(lockfile.default_path(lock.name, cfg.lockfiles), lock_path),
+        commit=here is not None and _work_tree(lock_path.absolute().parent) == here,
+    )
+
+
+def _quoted(arg: str) -> str:
+    """Quoted for a shell where it must be, a leading ``~/`` left for the shell to expand."""
+    if arg.startswith("~/"):
+        return "~/" + shlex.quote(arg[2:])
+    return shlex.quote(arg)
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _work_tree(path: Path) -> Path | None:
+    """The git work tree holding ``path`` (the nearest ``.git`` up), without git's import."""
+    full = path.resolve()
+    return next((p for p in (full, *full.parents) if (p / ".git").exists()), None)
 
 
 def _is_run_uri(path: Path) -> bool:

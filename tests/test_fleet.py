@@ -6,6 +6,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
 from envguard import fleet, lockfile
 from envguard.config import Config
 from tests.factories import base, dist, inductor, torch_build
@@ -208,7 +210,10 @@ def test_json_carries_every_change_with_its_members_structured(tmp_path: Path) -
     assert (single["old"], single["new"], single["members"]) == ("absent", "1.0", [])
 
 
-def test_the_screen_shows_eight_changes_and_says_what_it_left_out(tmp_path: Path) -> None:
+def test_the_screen_shows_eight_changes_and_says_what_it_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the screen's paths relative, as people run it
     lock, node = _drifted_node(tmp_path)
     for width in (80, 160):
         code, out = _fleet(str(lock), str(node), width=width)

@@ -40,11 +40,16 @@ def run(
         )
     path, old, venv_path = targets.lock_for(locks[0] if locks else None, venv, cfg)
     live = snapshot.live_for(old, venv_path, repo=repo, lock_path=path, progress=progress)
+    report = apply(_compared(old, live, path), cfg)
     return DiffDone(
-        report=apply(_compared(old, live, path), cfg),
+        report=report,
         fail_on=cfg.fail_on,
         lock=_absolute(path),
         venv=live.venv.path,
+        # drift that was meant is accepted into this lock; only drift needs saying so
+        accept=targets.resnapshot(path, old, venv_path, cfg, repo)
+        if report.fails(cfg.fail_on)
+        else None,
     )
 
 

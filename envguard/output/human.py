@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.results.restore import RestoreDone
     from envguard.results.snapshot import SnapshotDone
     from envguard.results.tools import ToolAdded, ToolRemoved, ToolsListed
+    from envguard.targets import Resnapshot
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 _SUBJECT_MAX = 16  # longer subjects push their values along rather than widen the column
@@ -71,6 +72,23 @@ class Human:
             return
         yield from self.changes(report.changes, show_info=r.fail_on == "any")
         yield from self._notes(report.notes)
+        yield from self._accept(r.accept)
+
+    def _accept(self, accept: Resnapshot | None, where: str = "") -> Iterator[str]:
+        """The last line of a drift screen: drift that was meant is recorded into the lock,
+        and the lockfile committed, so that the next diff is clean."""
+        if accept is None:
+            return
+        parts = [f"meant it? {where}{accept.command(_p)}"]
+        if accept.commit:
+            parts.append(f"then git add {_p(accept.lock)} && git commit")
+        if len(", ".join(parts)) <= self.p.width:
+            yield ", ".join(parts)
+            return
+        # too long for one line: the commit on a line of its own, not cut after "git"
+        for i, part in enumerate(parts):
+            yield from wrap(part + ("," if i < len(parts) - 1 else ""), self.p.width, 2,
+                            first="" if i == 0 else "  ")  # fmt: skip
 
     def _verdict(self, report: DriftReport, fail_on: str) -> Iterator[str]:
         """The verdict first, its word coloured; wrapped like everything else."""
@@ -240,6 +258,7 @@ class Human:
             yield from wrap(
                 note, self.p.width, INDENT, first=self.p.paint("note", "dim") + "      "
             )
+        yield from self._accept(r.accept, "on a drifted node: ")
 
     def _node_changes(self, changes: tuple[NodeChange, ...]) -> Iterator[str]:
         """Eight a node, every one with -v; --json has them all, each with its members."""

@@ -9,6 +9,7 @@ from envguard.results import Result
 
 if TYPE_CHECKING:
     from envguard.drift import DriftReport
+    from envguard.targets import Resnapshot
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,6 +22,7 @@ class DiffDone(Result):
     lock: str
     venv: str = ""  # "" for two lockfiles
     other: str = ""  # the second lockfile, compared with ``lock`` ("" against a venv)
+    accept: Resnapshot | None = None  # how to record drift that was meant (none: no drift)
 
     @property
     def exit_code(self) -> int:

@@ -11,6 +11,7 @@ from envguard.results import Result
 
 if TYPE_CHECKING:
     from envguard.fleet import FleetReport
+    from envguard.targets import Resnapshot
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,6 +20,7 @@ class FleetDone(Result):
     report: FleetReport
     fail_on: str
     lock: str = ""  # the lockfile the nodes were compared with, absolute
+    accept: Resnapshot | None = None  # how to record drift that was meant (none: no drift)
 
     @property
     def exit_code(self) -> int:
