@@ -33,11 +33,9 @@ from envguard.model import (
     section_path,
     split_patch,
 )
-from envguard.redact import REDACTED, is_secret_name, redact_text, strip_url_credentials
+from envguard.redact import REDACTED, redact_text, strip_url_credentials
 
 MAX_UNTRACKED = 500
-MAX_CONTENT = 16 * 1024
-MAX_CONTENT_TOTAL = 256 * 1024  # keeps a lockfile reviewable when a repo has many scratch files
 MAX_HASHED = 64 << 20  # untracked files larger than this are compared by size alone
 MAX_MOVED_PATCHES = 50
 MAX_MOVED_PATCH = 64 * 1024
@@ -46,7 +44,6 @@ _DIFF = (
     "--submodule=short", "--ignore-submodules=none",
 )  # fmt: skip
 _PATCH = ("--binary", "--full-index")
-_SECRET_FILES = (".env", ".netrc", ".pypirc", ".npmrc", "id_rsa", "id_ed25519")
 PROJECT_CONFIG = "pyproject.toml"
 
 
@@ -396,17 +393,17 @@ def _untracked(
         for n in listed.decode("utf-8", "surrogateescape").split("\0")
         if n and not catalog.is_own_file(n) and n not in own and not n.startswith(skip)
     )
-    out, budget = [], MAX_CONTENT_TOTAL
+    # By size and hash, never their content: a scratch script or notes file is where secrets
+    # live (curl -u user:pass), and the hash alone says whether it changed.
+    out = []
     for name in names[:MAX_UNTRACKED]:
         path = root / name
         try:
             size = path.stat().st_size
         except OSError:
             continue
-        content = _small_text(path, size) if size <= budget else None
-        budget -= len(content or "")
         shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        out.append(UntrackedFile(path=shown, size=size, content=content, blob=_blob_id(path, size)))
+        out.append(UntrackedFile(path=shown, size=size, blob=_blob_id(path, size)))
     return tuple(out), max(0, len(names) - MAX_UNTRACKED)
 
 
@@ -420,19 +417,3 @@ def _blob_id(path: Path, size: int) -> str:
     except OSError:
         return ""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-def _small_text(path: Path, size: int) -> str | None:
-    base = path.name.lower()
-    if size > MAX_CONTENT or base.startswith(_SECRET_FILES) or is_secret_name(base):
-        return None
-    if base.endswith((".pem", ".key", ".p12", ".crt")):
-        return None
-    try:
-        data = path.read_bytes()
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if "\0" in text:
-        return None
-    return redact_text(text)[0]
