@@ -20,7 +20,7 @@ from envguard._fs import read_regular
 from envguard.drift import Change
 from envguard.errors import LockfileError
 from envguard.model import Record
-from envguard.redact import redact_value, strip_url_credentials
+from envguard.redact import redact_argv, redact_data
 
 SCHEMA = 1
 SUFFIX = ".envguard-journal.jsonl"
@@ -55,15 +55,9 @@ def now() -> str:
 
 
 def clean_command(argv: Sequence[str]) -> tuple[str, ...]:
-    """The command as run, minus credentials in URLs and values of --token-like options."""
-    out: list[str] = []
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if sep and key.startswith("-"):
-            out.append(f"{key}={redact_value(key.lstrip('-').replace('-', '_'), value)}")
-        else:
-            out.append(strip_url_credentials(arg))
-    return tuple(out)
+    """The command as run, its secrets redacted: ``--token X`` and ``-u user:pass`` as two
+    words, ``env DB_PASSWORD=… cmd``, credentials in URLs."""
+    return redact_argv(argv)
 
 
 def who() -> str:
@@ -74,7 +68,8 @@ def who() -> str:
 
 
 def append(path: Path, entry: Entry) -> None:
-    line = (json.dumps(entry.to_dict(), ensure_ascii=False) + "\n").encode()
+    # the journal is committed: every string of the entry (cwd, changes) is redacted too
+    line = (json.dumps(redact_data(entry.to_dict()), ensure_ascii=False) + "\n").encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
