@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envguard import _toml
+from envguard import _toml, redact
 from envguard._fs import atomic_write, read_regular, user_cache_dir
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
@@ -69,7 +69,8 @@ def find_for_venv(name: str, venv_path: str, folder: Path = DEFAULT_DIR) -> Path
 
 
 def dumps(snapshot: Snapshot) -> bytes:
-    doc: dict[str, Any] = {"schema": SCHEMA, **snapshot.to_dict()}
+    # committed and shared: every string passes the redactor, whichever probe it came from
+    doc: dict[str, Any] = redact.redact_data({"schema": SCHEMA, **snapshot.to_dict()})
     # tomli-w's layout (envguard._toml renders it faster, byte for byte). Multi-line strings
     # keep patches readable, but tomli-w writes a "\r\n" in them raw and
     # TOML readers turn it into "\n": any carriage return forces escaped one-line strings.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from envguard import __version__, results
+from envguard.redact import redact_data
 
 SCHEMA = 1
 
@@ -26,4 +27,4 @@ class Json:
             "result": None if error is not None else result.to_dict(),
             "error": error,
         }
-        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(redact_data(doc), indent=2, ensure_ascii=False) + "\n"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import _term
+from envguard.redact import redact
 
 _NBSP = "\u00a0"
 _SIZE = re.compile(r"(\d) (B|kB|MB|GB|TB)\b")
@@ -111,7 +112,8 @@ def path(value: str | os.PathLike[str]) -> str:
 
 
 def block(lines: Iterable[str]) -> str:
-    return "\n".join(lines) + "\n"
+    """A screen as printed: every human screen ends here, so its secrets go here (#23)."""
+    return redact("\n".join(lines) + "\n")
 
 
 def plural(n: int, word: str, plural_word: str | None = None) -> str:

@@ -8,12 +8,12 @@ import sys
 from typing import TextIO
 
 from envguard import _term
-from envguard.redact import strip_url_credentials
+from envguard.redact import redact
 
 
 def error_line(message: str) -> None:
     """The one line of a failure; installers' output in it may carry index URLs."""
-    _line("error:", "bold red", strip_url_credentials(message))
+    _line("error:", "bold red", message)
 
 
 def warning_line(message: str) -> None:
@@ -21,7 +21,7 @@ def warning_line(message: str) -> None:
 
 
 def _line(label: str, style: str, message: str) -> None:
-    text = " ".join(message.split())  # one line, whatever the message carried
+    text = " ".join(redact(message).split())  # one line, whatever the message carried; no secret
     lines = _folded(f"{label} {text}", len(label) + 1, sys.stderr)
     painted = _term.paint(label, style, _term.color(sys.stderr))
     lines[0] = painted + lines[0][len(label) :]
