@@ -25,9 +25,8 @@ def _accept(out: str) -> str:
 
 def _run_as_written(line: str, env: dict[str, str | None]) -> None:
     """The line's commands, each as a shell would split it; envguard's in-process."""
-    for command in (
-        line.removeprefix("on a drifted node: ").replace(", then ", " && ").split(" && ")
-    ):
+    line = line.removeprefix("on a drifted node: ").replace("`", "")
+    for command in line.replace(", then ", " && ").split(" && "):
         argv = shlex.split(command)
         if argv[0] == "envguard":
             code, _, err = invoke(*argv[1:], env=env)
@@ -46,9 +45,11 @@ def test_diff_with_drift_ends_with_the_snapshot_and_the_commit(project: Project)
     for width in (80, 160):
         code, out, _ = invoke("diff", env={**env, "COLUMNS": str(width)})
         assert code == 1 and all(len(line) <= width for line in out.splitlines())
-        assert out.rstrip("\n").split("\n")[-1].strip().endswith("git commit"), out
+        assert out.rstrip("\n").split("\n")[-1].strip().endswith("git commit`"), out
         line = _accept(out)
-        assert line == "envguard snapshot, then git add lockfiles/train.envguard.toml && git commit"
+        assert line == (
+            "`envguard snapshot`, then `git add lockfiles/train.envguard.toml && git commit`"
+        )
     _run_as_written(line, env)
     assert project.verdict().exit_code == 0
     assert git(project.root, "status", "--porcelain", "lockfiles") == ""
@@ -93,8 +94,8 @@ def test_a_tools_lock_is_accepted_with_its_venv_and_its_file(
     assert code == 1, out
     line = _accept(out)
     assert line == (
-        f"envguard snapshot --venv {tool} -o lockfiles/tools/datagen.envguard.toml, then git "
-        "add lockfiles/tools/datagen.envguard.toml && git commit"
+        f"`envguard snapshot --venv {tool} -o lockfiles/tools/datagen.envguard.toml`, then "
+        "`git add lockfiles/tools/datagen.envguard.toml && git commit`"
     )
     _run_as_written(line, incident_env)
     assert invoke("diff", str(lock), env=incident_env)[0] == 0
@@ -105,7 +106,7 @@ def test_a_lock_outside_the_repository_is_not_committed(project: Project, tmp_pa
     assert invoke("snapshot", "-q", "-o", str(elsewhere), env=project.activated())[0] == 0
     project.install("plainpkg==2.4")
     code, out, _ = invoke("diff", str(elsewhere), env=project.activated())
-    assert code == 1 and _accept(out) == f"envguard snapshot -o {elsewhere}"
+    assert code == 1 and _accept(out) == f"`envguard snapshot -o {elsewhere}`"
 
 
 def test_fleet_with_drift_ends_with_the_snapshot_on_a_node(tmp_path: Path, monkeypatch) -> None:
@@ -121,7 +122,8 @@ def test_fleet_with_drift_ends_with_the_snapshot_on_a_node(tmp_path: Path, monke
     code, out, _ = invoke("fleet", str(lock), "n", env={"COLUMNS": "80"})
     assert code == 1 and all(len(line) <= 80 for line in out.splitlines())
     assert _accept(out) == (
-        "on a drifted node: envguard snapshot --venv /data/venv --name train -o train.envguard.toml"
+        "on a drifted node: `envguard snapshot --venv /data/venv --name train -o "
+        "train.envguard.toml`"
     )
     lockfile.write(node, base())
     code, out, _ = invoke("fleet", str(lock), "n")

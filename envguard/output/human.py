@@ -79,9 +79,10 @@ class Human:
         and the lockfile committed, so that the next diff is clean."""
         if accept is None:
             return
-        parts = [f"meant it? {where}{accept.command(_p)}"]
+        # in backticks, as the screen quotes every command (a cause's install)
+        parts = [f"meant it? {where}`{accept.command(_p)}`"]
         if accept.commit:
-            parts.append(f"then git add {_p(accept.lock)} && git commit")
+            parts.append(f"then `git add {_p(accept.lock)} && git commit`")
         if len(", ".join(parts)) <= self.p.width:
             yield ", ".join(parts)
             return
