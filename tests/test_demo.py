@@ -92,5 +92,6 @@ def test_a_failed_act_ends_the_demo_with_its_error(tmp_path: Path) -> None:
     assert "That was the incident" not in done.stdout
     assert "$ envguard diff" not in done.stdout.split("$ envguard restore")[1]  # it stopped
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: the demo stopped: `envguard restore` exited 1, not 0")
+    # the venv could not be built; the code was put back all the same (3: partly restored)
+    assert last.startswith("error: the demo stopped: `envguard restore` exited 3, not 0")
     assert "no space left" in last and "Traceback" not in done.stderr
