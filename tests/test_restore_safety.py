@@ -859,6 +859,10 @@ def test_all_with_a_cache_for_another_torch_restores_the_rest_and_says_partly(
     project.snapshot("--save-cache")
     project.install("plainpkg==2.5")
     project.write("model.py", "def forward(x):\n    return 3 * x\n")  # left dirty
+    code, out, err = _restore(project, "--all", "--dry-run")
+    assert code == 3, out + err  # the dry run says what the real run will do, and nothing more
+    assert err.startswith("error: partly restorable: venv and code would be restored; caches")
+    assert "model.py" in git(project.root, "status", "--porcelain")
     code, out, err = _restore(project, "--all")
     assert code == 3, out + err
     assert "match the lock" in out  # the venv was restored

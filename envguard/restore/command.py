@@ -76,7 +76,10 @@ class Result(Record):
     exit_code: int = 0
 
     def done_parts(self) -> list[str]:
-        return [p for p, step in (("venv", self.venv), ("caches", self.caches),
+        """The parts restored, or in a dry run the parts that would be (the plan is the
+        venv's)."""
+        venv = self.venv if not self.dry_run else self.plan
+        return [p for p, step in (("venv", venv), ("caches", self.caches),
                                   ("code", self.code)) if step is not None]  # fmt: skip
 
 
@@ -150,8 +153,13 @@ def _verdict(result: Result) -> Result:
     if not result.done_parts():
         return replace(result, error=first.reason, exit_code=first.exit_code)
     done = _and(result.done_parts())
-    why = "; ".join(f"{f.part} not restored: {f.reason}" for f in result.failed)
-    return replace(result, error=f"partly restored: {done} restored; {why}", exit_code=PARTLY)
+    if result.dry_run:  # nothing was restored: say what would be
+        why = "; ".join(f"{f.part} would not be: {f.reason}" for f in result.failed)
+        error = f"partly restorable: {done} would be restored; {why}"
+    else:
+        why = "; ".join(f"{f.part} not restored: {f.reason}" for f in result.failed)
+        error = f"partly restored: {done} restored; {why}"
+    return replace(result, error=error, exit_code=PARTLY)
 
 
 def _and(names: list[str]) -> str:
