@@ -879,3 +879,17 @@ def test_no_code_leaves_the_code_to_git_and_code_brings_it_back(project: Project
     assert invoke("diff", "--code", env=env)[0] == 1
     code, _, err = invoke("diff", "--only", "code", "--no-code", env=env)
     assert code == 2 and err.startswith("error: nothing left to judge")
+
+
+def test_a_relative_cache_dir_and_the_projects_cache_dirs_are_recorded_absolute(
+    project: Project,
+) -> None:
+    make(project.root / "aot", BuiltBy())
+    make(project.root / "extra", BuiltBy())
+    project.write("pyproject.toml", '[tool.envguard]\ncache-dirs = ["extra"]\n')
+    project.snapshot("--cache-dir", "aot")
+    locked = lockfile.read(project.lock)
+    custom = sorted(c.path for c in locked.caches if c.kind == "custom")
+    assert custom == [str(project.root / "aot"), str(project.root / "extra")]
+    project.write("pyproject.toml", "")
+    assert project.verdict().found() == set()  # and diff still finds both where they are

@@ -38,7 +38,8 @@ def run(
         chosen.path,
         repo=repo,
         repo_required=repo is not None,
-        cache_dirs=cache_dirs,
+        # absolute, as restore needs them; the project's cache-dirs are recorded too
+        cache_dirs=tuple(dict.fromkeys(p.absolute() for p in (*cache_dirs, *cfg.cache_dirs))),
         default_caches=default_caches,
         name=name,
         progress=progress,
