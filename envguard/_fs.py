@@ -91,7 +91,14 @@ def read_regular(path: Path, limit: int = 256 << 20) -> bytes:
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         if st.st_size > limit:
             raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB", str(path))
-        return fh.read(limit)
+        # read(limit) would allocate the whole limit for a 2 kB lock: its size, and a byte
+        # more to see whether it grew meanwhile
+        data = fh.read(st.st_size + 1)
+        if len(data) > st.st_size:
+            data += fh.read(limit + 1 - len(data))
+            if len(data) > limit:
+                raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB", str(path))
+        return data
 
 
 def _write_all(fd: int, data: bytes) -> None:
