@@ -65,8 +65,8 @@ def guard(
     if unknown:
         raise EnvguardError(f"unknown area {unknown[0]!r}: one of {', '.join(drift.AREAS)}")
     cfg.judging()
-    if lock is None:  # the project's lock, as a bare `envguard diff` finds it
-        lock = targets.lock_for(None, Path(venv) if venv else None, cfg)[0]
+    if lock is None:  # the project's lock for this process's venv, as `diff --venv` finds it
+        lock = targets.lock_for(None, Path(venv) if venv else Path(sys.prefix), cfg)[0]
     locked = lock if isinstance(lock, Snapshot) else lockfile.read(Path(lock))
     # this process's own environment, unless told otherwise
     live = snapshot.live_for(
@@ -110,9 +110,20 @@ def _summary(report: drift.DriftReport, live: Snapshot, fail_on: str) -> dict[st
         "rank": int(os.environ.get("RANK", "0")),
         "host": live.host.hostname,
         "fails": bool(counted),
-        "changes": [f"{c.severity} {c.subject}: {c.old} → {c.new}" for c in counted[:6]],
+        "changes": [_said(c) for c in counted[:_SHOWN]],
+        "more": max(0, len(counted) - _SHOWN),
         "facts": facts,
     }
+
+
+_SHOWN = 6  # changes per rank in the message; the rest counted, and diff lists them all
+
+
+def _said(c: drift.Change) -> str:
+    """One change in a line: its values, or its reason where it has none (an install group,
+    a cache built for another stack)."""
+    values = " → ".join(v for v in (c.old, c.new) if v) or c.why
+    return f"{c.severity} {c.subject}: {values}"
 
 
 def _gather(mine: dict[str, Any]) -> list[dict[str, Any]]:
@@ -143,7 +154,8 @@ def _message(
         f"{locked.name!r} ({locked.taken_at}); stopping before training"
     ]
     for r in failing:
-        lines.append(f"  rank {r['rank']} on {r['host']}: " + "; ".join(r["changes"]))
+        more = f"; and {r['more']} more (envguard diff lists them)" if r.get("more") else ""
+        lines.append(f"  rank {r['rank']} on {r['host']}: " + "; ".join(r["changes"]) + more)
     if len(everyone) > 1:
         groups: dict[str, list[int]] = {}
         for r in everyone:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import envguard
 from envguard import lockfile, snapshot
 from envguard.runtime_guard import DriftError
 from tests.conftest import make_venv
+from tests.project import invoke
 
 
 def test_guard_passes_then_stops_on_drift(tmp_path: Path, monkeypatch) -> None:
@@ -43,3 +45,35 @@ def test_import_envguard_does_not_import_torch_or_the_core() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_guard_says_a_group_by_its_reason_and_counts_what_it_left_out(
+    project, sglang_house: Path
+) -> None:
+    from envguard.demo import incident
+
+    project.snapshot()
+    incident.swap_in_sglang(project.venv, sglang_house)
+    with pytest.raises(DriftError) as stopped:
+        envguard.guard(project.lock, venv=project.venv, fail_on="warning")
+    message = str(stopped.value)
+    assert ":  →" not in message and ": None → None" not in message
+    assert "Inductor cache: built for another stack" in message  # a change without values
+    assert re.search(r"; and \d+ more \(envguard diff lists them\)", message)
+
+
+def test_guard_takes_the_lock_of_the_venv_it_runs_in(project, house: Path, monkeypatch) -> None:
+    """Several locks in the project: guard() checks the one that recorded this process's venv,
+    not whatever VIRTUAL_ENV or ./.venv say."""
+    from tests.conftest import make_venv as new_venv
+    from tests.conftest import uv_install
+
+    project.snapshot()
+    other = new_venv(project.root.parent / "other-venv")
+    uv_install(other, house, "plainpkg==2.4")
+    code, _, err = invoke("snapshot", "-q", "--venv", str(other), "--name", "other")
+    assert code == 0, err
+    monkeypatch.setattr(sys, "prefix", str(other))
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    report = envguard.guard()  # other's own lock: clean, though ./.venv has another lock
+    assert not report.fails("warning")

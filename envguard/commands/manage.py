@@ -25,10 +25,8 @@ def export(
 def protect_venv(
     cfg: Config, lock: Path | None, *, venv: Path | None, extra: tuple[str, ...]
 ) -> ProtectDone:
-    locked = lockfile.read(targets.lock_path(lock, venv, cfg))
-    return ProtectDone(
-        protection=protect.protect(locked, targets.venv_for(locked, venv, cfg), extra)
-    )
+    _, locked, target = targets.lock_for(lock, venv, cfg)  # the pair diff compares
+    return ProtectDone(protection=protect.protect(locked, target, extra))
 
 
 def unprotect_venv(cfg: Config, *, venv: Path | None) -> UnprotectDone:
