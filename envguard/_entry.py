@@ -83,13 +83,15 @@ def diff(kw: dict[str, Any]) -> None:
 
 def emit(result: Result, **view: Any) -> None:
     """Print the result as asked, and exit with its code."""
+    from envguard import _term
+
     stream = sys.stderr if result.wrote_to_stdout else sys.stdout
     if UI.as_json:
         from envguard.output.json import Json
 
-        stream.write(Json().format(result))
+        stream.write(Json().format(result))  # json.dumps escapes every control character
     else:
-        stream.write(UI.human(stream, **view).format(result))
+        stream.write(_term.visible(UI.human(stream, **view).format(result)))
     stream.flush()
     sys.exit(result.exit_code)
 

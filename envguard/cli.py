@@ -342,7 +342,7 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
     untouched), 2 error, 3 partly restored (--all: some parts restored, the others
     not, each said with its reason).
     """
-    from envguard import lockfile, targets
+    from envguard import _term, lockfile, targets
     from envguard.restore import command
     from envguard.results.restore import RestoreDone
 
@@ -367,11 +367,15 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
         plan, unchanged = command.prepare(req)
         human = _UI.human()
         if plan is not None and not as_json and (_UI.verbosity >= 0 or dry_run):
-            click.echo(human.restore_plan(plan, full=dry_run, unchanged=unchanged), nl=False)
+            shown = _term.visible(human.restore_plan(plan, full=dry_run, unchanged=unchanged))
+            # color=True: its only codes are envguard's, as --color decided; click would
+            # strip them off a terminal, --color always included
+            click.echo(shown, nl=False, color=True)
         if plan is not None and plan.replaces_existing and not (yes or dry_run or unchanged):
             if not sys.stdin.isatty():
                 raise click.UsageError("restore replaces the venv: pass --yes to confirm")
-            click.confirm(f"Replace {plan.venv} (the old venv is kept)?", abort=True)
+            question = f"Replace {plan.venv} (the old venv is kept)?"
+            click.confirm(_term.visible(question), abort=True)
         with _UI.progress() as step:
             result = command.run(
                 req,
@@ -660,6 +664,7 @@ def run(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
     \b
     Exit codes: the command's own.
     """
+    from envguard import _term
     from envguard.commands import journal
 
     with _errors():
@@ -667,7 +672,7 @@ def run(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
     if as_json:
         _emit(result)
     # on stderr: the command's own output keeps stdout
-    sys.stderr.write(_UI.human(sys.stderr, expand=False).format(result))
+    sys.stderr.write(_term.visible(_UI.human(sys.stderr, expand=False).format(result)))
     sys.exit(result.exit_code)
 
 

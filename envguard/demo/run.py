@@ -168,7 +168,7 @@ def _narrate(text: str, command: bool = False) -> None:
     on = _term.color(sys.stdout)
     if command:
         for line in _continued(text, _term.width(sys.stdout)):
-            print(_term.paint(line, "bold", on), flush=True)
+            print(_term.visible(_term.paint(line, "bold", on)), flush=True)
         return
     print()
     for paragraph in text.splitlines():
@@ -176,7 +176,7 @@ def _narrate(text: str, command: bool = False) -> None:
         for line in wrap(
             paragraph.strip(), _term.width(sys.stdout), indent + 2, first=" " * indent
         ):
-            print(_term.paint(line, "cyan", on), flush=True)
+            print(_term.visible(_term.paint(line, "cyan", on)), flush=True)
 
 
 def _continued(command: str, width: int) -> list[str]:

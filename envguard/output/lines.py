@@ -21,11 +21,13 @@ def warning_line(message: str) -> None:
 
 
 def _line(label: str, style: str, message: str) -> None:
-    text = " ".join(redact(message).split())  # one line, whatever the message carried; no secret
+    # escaped before it is folded, so that it folds as shown; one line, whatever the
+    # message carried (a \r of a path too); no secret
+    text = " ".join(_term.visible(redact(message)).split())
     lines = _folded(f"{label} {text}", len(label) + 1, sys.stderr)
     painted = _term.paint(label, style, _term.color(sys.stderr))
     lines[0] = painted + lines[0][len(label) :]
-    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.write(_term.visible("\n".join(lines) + "\n"))
     sys.stderr.flush()
 
 

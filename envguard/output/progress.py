@@ -4,7 +4,8 @@
 and cargo do. One line and no cursor movement, so that text printed meanwhile (restore's
 steps, as each finishes, on stdout) is never written over: :meth:`Bars.echo` clears the line,
 prints, and draws it again below. A new phase replaces the finished one; the line is cleared
-when the work is over.
+when the work is over. What it writes passes through :func:`envguard._term.visible`: the
+text echoed is a screen of the lockfile's strings.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class Bars:
         line = self._line
         if line:
             self._draw("")
-        out.write(text)
+        out.write(_term.visible(text))
         out.flush()
         if line:
             self._draw(line)
@@ -67,7 +68,7 @@ class Bars:
 
     def _draw(self, line: str) -> None:
         assert self._stream is not None
-        self._stream.write(_CLEAR + line)
+        self._stream.write(_CLEAR + _term.visible(line))
         self._stream.flush()
         self._line = line
 
