@@ -83,12 +83,13 @@ def _facts(lock: Snapshot) -> dict[str, Any]:
         "python": lock.python.version,
     }
     if lock.torch:
-        facts["torch"] = {
+        torch = {
             "version": lock.torch.version,
             "variant": lock.torch.variant,
             "index": lock.torch.index_url,
             "git-version": lock.torch.git_version,
         }
+        facts["torch"] = {k: v for k, v in torch.items() if v is not None}  # TOML has no null
     cuda = {
         lib.name: lib.version for lib in (lock.cuda.runtime, lock.cuda.cudnn, lock.cuda.nccl) if lib
     }

@@ -314,7 +314,9 @@ class PackageBuild(Record):
     version: str  # the full version, local label included (2.11.0+cu130)
     metadata_version: str  # what METADATA says (2.11.0 for PyPI wheels)
     variant: str  # cu130, cpu, rocm6.4, xpu, or "" when nothing tells
-    index_url: str  # where that exact build comes from
+    # where this build came from, when its install recorded it (direct_url.json); None:
+    # unknown, since pip and uv record no index (nor a --find-links folder)
+    index_url: str | None = None
     source: str  # "version.py" or "METADATA"
     git_version: str | None = None
     cuda: str | None = None
@@ -328,7 +330,8 @@ class PackageBuild(Record):
         _pep440(self.version, f"{path}.version")
         if self.variant and not _NAME.match(self.variant):
             raise LockfileError(f"{path}.variant: {_shown(self.variant)} is not a build variant")
-        _plain(self.index_url, f"{path}.index_url")  # a pin's source on screen, never uv's
+        if self.index_url is not None:  # a source on screen, never uv's
+            _plain(self.index_url, f"{path}.index_url")
 
 
 @dataclass(frozen=True, kw_only=True)

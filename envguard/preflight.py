@@ -24,7 +24,7 @@ from envguard import _run, attribution, catalog, drift, requirements
 from envguard import uv as uv_backend
 from envguard.errors import CommandError, EnvguardError
 from envguard.model import CudaLibrary, CudaStack, Distribution, PackageBuild, Snapshot
-from envguard.probes.torch import index_for, variant_of
+from envguard.probes.torch import variant_of
 from envguard.versions import same
 
 PLANNED = "planned"
@@ -333,7 +333,6 @@ def _planned_build(old: PackageBuild, version: str) -> PackageBuild:
         version=version,
         metadata_version=version,
         variant=variant_of(version, {}) if "+" in version else "",
-        index_url=index_for(version, ""),
         source="planned",
     )
 
@@ -371,7 +370,6 @@ def _torch_after(
         version=mine.version if label else f"{mine.version}+{variant}",
         metadata_version=mine.version,
         variant=variant,
-        index_url=index_for(mine.version, variant),
         source="planned",
         cuda=cuda,
     )

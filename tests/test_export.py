@@ -30,7 +30,9 @@ def test_pylock_installs_with_uv_and_carries_envguard_facts(tmp_path: Path) -> N
     assert doc["lock-version"] == "1.0"
     torch = next(p for p in doc["packages"] if p["name"] == "torch")
     assert torch["version"] == "2.11.0+cu128" and torch["wheels"][0]["hashes"]["sha256"]
-    assert doc["tool"]["envguard"]["torch"]["index"] == "https://download.pytorch.org/whl/cu128"
+    # a wheelhouse's torch: where it came from is unknown, and TOML has no null
+    assert doc["tool"]["envguard"]["torch"]["variant"] == "cu128"
+    assert "index" not in doc["tool"]["envguard"]["torch"]
     assert doc["tool"]["envguard"]["cuda"] == {
         "cudart": "12.8",
         "cudnn": "9.10.2",

@@ -33,7 +33,7 @@ def test_pypi_wheel_label_only_in_version_py(tmp_path: Path) -> None:
     )
     build = torch_probe.probe(tmp_path, Distribution(name="torch", version="2.11.0"))
     assert (build.version, build.variant, build.source) == ("2.11.0+cu130", "cu130", "version.py")
-    assert build.index_url == "https://pypi.org/simple"
+    assert build.index_url is None  # pip and uv record no index: unknown, not PyPI
 
 
 def test_pytorch_index_wheel_label_in_metadata(tmp_path: Path) -> None:
@@ -42,15 +42,23 @@ def test_pytorch_index_wheel_label_in_metadata(tmp_path: Path) -> None:
         torch_version_py("2.11.0+cu128", "12.8", "a" * 40)
     )
     build = torch_probe.probe(tmp_path, Distribution(name="torch", version="2.11.0+cu128"))
-    assert build.index_url == "https://download.pytorch.org/whl/cu128"
+    # the label tells the PyTorch index's kind of build, not that this one came from there
+    assert build.index_url is None and build.variant == "cu128"
+    assert torch_probe.labelled(build.metadata_version, build.variant)
 
 
 def test_no_version_py_falls_back_to_metadata(tmp_path: Path) -> None:
     build = torch_probe.probe(tmp_path, Distribution(name="torchvision", version="0.26.0+cpu"))
     assert (build.version, build.variant, build.source) == ("0.26.0+cpu", "cpu", "METADATA")
-    assert build.index_url == "https://download.pytorch.org/whl/cpu"
+    assert build.index_url is None
     triton = torch_probe.probe(tmp_path, Distribution(name="triton", version="3.6.0"))
-    assert (triton.variant, triton.index_url) == ("", "https://pypi.org/simple")
+    assert (triton.variant, triton.index_url) == ("", None)
+
+
+def test_a_source_the_install_recorded_is_said(tmp_path: Path) -> None:
+    url = "https://download.pytorch.org/whl/cu128/torch-2.11.0%2Bcu128-cp312-none-any.whl"
+    dist = Distribution(name="torch", version="2.11.0+cu128", direct_url=url)
+    assert torch_probe.probe(tmp_path, dist).index_url == url
 
 
 def test_variant_from_build_fields_when_no_label() -> None:

@@ -36,7 +36,8 @@ def _torch(a: PackageBuild | None, b: PackageBuild | None) -> Iterator[Change]:
         and _known_equal(a.git_version, b.git_version)
         and (_known_equal(a.debug, b.debug))
     ):
-        if a.index_url != b.index_url:
+        # an unknown source (most are: pip and uv record none) is no other source
+        if a.index_url and b.index_url and a.index_url != b.index_url:
             yield Change(
                 severity="info",
                 area="torch",

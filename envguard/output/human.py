@@ -561,7 +561,11 @@ def _facts(snap: Any) -> Iterator[tuple[str, str]]:
     if snap.torch:
         t = snap.torch
         git = f", git {t.git_version[:7]}" if t.git_version else ""
-        yield "torch", f"{t.version} from {t.index_url} (read from {t.source}{git})"
+        read = f"(read from {t.source}{git})"
+        if t.index_url:
+            yield "torch", f"{t.version} from {t.index_url} {read}"
+        else:  # pip and uv record no index: saying PyPI would be a guess
+            yield "torch", f"{t.version} {read}, source unknown"
     for b in snap.torch_family:
         yield b.name, b.version
     cuda = snap.cuda

@@ -1,7 +1,10 @@
 """What torch build is installed, read from ``torch/version.py`` with ``ast`` (never imported).
 
 PyPI's CUDA wheels say ``Version: 2.11.0`` in METADATA; only ``version.py`` carries ``+cu130``.
-The PyTorch index's wheels carry the label in both places, which is how the index is told.
+The PyTorch index's wheels carry the label in both places: that tells the kind of build, not
+where this one came from (the index, or a wheelhouse holding its wheels). Where it came from
+is known only when the install recorded it (``direct_url.json``); pip and uv record neither
+the index a wheel was resolved from nor a ``--find-links`` folder.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from typing import Any
 from envguard import versions
 from envguard.model import Distribution, PackageBuild
 
-PYPI_INDEX = "https://pypi.org/simple"
 PYTORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 _VARIANT = re.compile(r"^(cu\d{2,4}|cpu|rocm\d+(\.\d+)*|xpu)$")
 _FIELDS = ("__version__", "git_version", "cuda", "hip", "rocm", "xpu", "debug")
@@ -53,11 +55,10 @@ def variant_of(version: str, fields: dict[str, Any]) -> str:
     return "cpu" if "__version__" in fields else ""
 
 
-def index_for(metadata_version: str, variant: str) -> str:
-    """A label in METADATA means the wheel came from the PyTorch index; none means PyPI."""
-    if versions.local(metadata_version) and variant:
-        return PYTORCH_INDEX.format(variant=variant)
-    return PYPI_INDEX
+def labelled(metadata_version: str, variant: str) -> bool:
+    """A label in METADATA (``2.11.0+cu128``): a build of the PyTorch index, pinned with its
+    label and asked of that index; none: a PyPI-like build, pinned as PyPI has it."""
+    return bool(versions.local(metadata_version) and variant)
 
 
 def probe(site: Path, dist: Distribution) -> PackageBuild:
@@ -77,7 +78,7 @@ def probe(site: Path, dist: Distribution) -> PackageBuild:
         version=version,
         metadata_version=dist.version,
         variant=variant,
-        index_url=index_for(dist.version, variant),
+        index_url=dist.direct_url,  # else unknown: a guessed PyPI would be a wrong fact
         source="version.py" if isinstance(declared, str) and declared else "METADATA",
         git_version=_str(fields.get("git_version")),
         cuda=_str(fields.get("cuda")),

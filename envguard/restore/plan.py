@@ -13,7 +13,7 @@ from envguard import grouping
 from envguard import uv as uv_backend
 from envguard.errors import EnvguardError
 from envguard.model import Distribution, PackageBuild, Record, Snapshot
-from envguard.probes.torch import PYPI_INDEX
+from envguard.probes.torch import PYTORCH_INDEX, labelled
 from envguard.redact import strip_url_credentials
 from envguard.restore import wheelhouse
 from envguard.versions import same
@@ -83,7 +83,8 @@ class Plan(Record):
 def indexes_for(lock: Snapshot, overrides: Overrides) -> uv_backend.Indexes:
     torch = lock.torch
     backend = None
-    if not overrides.replaces() and torch is not None and torch.index_url != PYPI_INDEX:
+    # the label, not a recorded source (seldom known), tells a PyTorch-index build
+    if not overrides.replaces() and torch is not None and _labelled(torch):
         backend = uv_backend.torch_backend_for(torch.variant)
     return uv_backend.Indexes(
         index_url=overrides.index_url,
@@ -160,11 +161,15 @@ def _pin(
     if dist.direct_url:
         return _direct_pin(dist)
     where = default_source(overrides)
-    if build is not None and build.index_url != PYPI_INDEX:
+    if build is not None and _labelled(build):
         # The PyTorch index carries the label in the wheel's own version: pin it exactly.
-        source = build.index_url if indexes.torch_backend else where
+        source = PYTORCH_INDEX.format(variant=build.variant) if indexes.torch_backend else where
         return Pin(name=dist.name, requirement=f"{dist.name}=={build.version}", source=source), ""
     return Pin(name=dist.name, requirement=f"{dist.name}=={dist.version}", source=where), ""
+
+
+def _labelled(build: PackageBuild) -> bool:
+    return labelled(build.metadata_version, build.variant)
 
 
 def _direct_pin(dist: Distribution) -> tuple[Pin | None, str]:
