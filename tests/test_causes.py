@@ -210,3 +210,19 @@ def test_two_roots_sharing_a_requirement_name_no_root() -> None:
     assert group.why == "3 packages added together at 2026-11-28 14:02:01"
     # either root brought it; the first by name is said, as a requirement, not as a root
     assert group.members[1] == "+ pygments 2.19.1 (ipython requires pygments>=2.4)"
+
+
+def test_what_goes_away_follows_the_journal_where_it_knows_the_command(
+    project: Project, extra: Path
+) -> None:
+    """One journaled command brought rich and six: the plan says them as that command's, as
+    diff does, not as two requirement groups."""
+    project.snapshot()
+    _journaled(project, extra, "install", "rich==15.0.0", "six==1.17.0")
+    args = ("restore", str(project.lock), "--dry-run", "--json")
+    code, out, err = invoke(*args, env=project.activated())
+    assert code == 0, err
+    removals = json.loads(out)["result"]["plan"]["removals"]
+    assert [r["summary"] for r in removals] == [
+        "rich 15.0.0, six 1.17.0 and 3 packages they require"
+    ]

@@ -38,6 +38,7 @@ def delta(old: Snapshot, new: Snapshot, installs: Sequence[attribution.Install] 
         if mine:
             groups.append(grouping.command_group(mine, before))
             rest = [d for d in rest if d.name not in names]
+    groups.reverse()  # claimed newest first (the last command left it), said oldest first
     groups += grouping.install_groups(rest, (), before)
     return Delta(
         added=added,

@@ -15,12 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envguard import uv
 from envguard.errors import EnvguardError, NotRestored
 from envguard.model import Record, Snapshot
 from envguard.restore import build, parts
 from envguard.restore.plan import Overrides, Plan, plan, target_path
+
+if TYPE_CHECKING:
+    from envguard.journal import Entry as JournalEntry
 
 PARTLY = 3  # some of the asked parts were restored, some not
 
@@ -94,7 +98,7 @@ def prepare(req: Request) -> tuple[Plan | None, bool]:
 
         split_to = str(tools.check_new(req.target, req.split))
     current = _current(req.target)
-    the_plan = plan(req.lock, req.target, current, req.overrides)
+    the_plan = plan(req.lock, req.target, current, req.overrides, _journal(req.lock_path))
     if req.split:
         the_plan = replace(the_plan, split=req.split, split_to=split_to)
     if the_plan.skipped and not (req.allow_missing or req.dry_run):
@@ -251,6 +255,18 @@ def _refuse_what_is_not_a_venv(target: Path) -> None:
             f"{target} is {kind}, not a venv: restore replaces venvs only and will not move "
             "it aside; pass --venv NEW_PATH"
         )
+
+
+def _journal(lock_path: Path) -> list[JournalEntry]:
+    """The lock's install journal, for what goes away; a damaged one leaves it to the
+    requirement graph (``envguard log`` names the bad line)."""
+    from envguard import journal
+    from envguard.errors import LockfileError
+
+    try:
+        return journal.read(journal.path_for(lock_path))
+    except (LockfileError, OSError):
+        return []
 
 
 def _current(venv: Path) -> Snapshot | None:

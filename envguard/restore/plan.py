@@ -5,9 +5,10 @@ The plan is a pure function: every pin, where it comes from, what changes and wh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envguard import grouping
 from envguard import uv as uv_backend
@@ -17,6 +18,9 @@ from envguard.probes.torch import PYTORCH_INDEX, labelled
 from envguard.redact import strip_url_credentials
 from envguard.restore import wheelhouse
 from envguard.versions import same
+
+if TYPE_CHECKING:
+    from envguard.journal import Entry as JournalEntry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,7 +100,15 @@ def indexes_for(lock: Snapshot, overrides: Overrides) -> uv_backend.Indexes:
     )
 
 
-def plan(lock: Snapshot, venv: Path, current: Snapshot | None, overrides: Overrides) -> Plan:
+def plan(
+    lock: Snapshot,
+    venv: Path,
+    current: Snapshot | None,
+    overrides: Overrides,
+    journal: Sequence[JournalEntry] = (),
+) -> Plan:
+    """``journal``: the lock's install journal, whose records group what goes away by the
+    command that brought it, as diff groups it."""
     if current is not None and current.venv.kind != "venv":
         raise EnvguardError(
             f"{venv} is a {current.venv.kind}, not a venv: restore builds venvs "
@@ -115,7 +127,7 @@ def plan(lock: Snapshot, venv: Path, current: Snapshot | None, overrides: Overri
         sources=why,
         overrides=overrides,
         skipped=tuple(skipped),
-        removals=_removals(lock, current),
+        removals=_removals(lock, current, journal),
         changes=_changes(lock, current),
         replaces_existing=current is not None,
         system_site_packages=lock.venv.system_site_packages,
@@ -186,17 +198,32 @@ def _direct_pin(dist: Distribution) -> tuple[Pin | None, str]:
     return Pin(name=dist.name, requirement=f"{dist.name} @ {url}", source=url), ""
 
 
-def _removals(lock: Snapshot, current: Snapshot | None) -> tuple[Removal, ...]:
-    """What the venv has beyond the lock, grouped by requirement: "installed with it" only of
-    packages the named one requires (a package installed a minute later is its own)."""
+def _removals(
+    lock: Snapshot, current: Snapshot | None, journal: Sequence[JournalEntry]
+) -> tuple[Removal, ...]:
+    """What the venv has beyond the lock, grouped as diff groups it: by the journaled command
+    that brought it, else by requirement ("installed with it" only of packages the named one
+    requires; a package installed a minute later is its own)."""
     if current is None:
         return ()
+    from envguard import attribution
+    from envguard.drift import packages
+
     locked = {d.name for d in lock.packages}
-    extra = [d for d in current.packages if d.name not in locked]
-    return tuple(
-        Removal(summary=_removal(g), members=tuple(f"{d.name} {d.version}" for d in g.members))
-        for g in grouping.install_groups(extra)
-    )
+    moved = packages.delta(lock, current, attribution.installs_since(lock, journal))
+    out = []
+    for group in moved.groups:
+        extra = [d for d in group.members if d.name not in locked]
+        if extra:
+            gone = grouping.InstallGroup(
+                members=tuple(extra),
+                root=group.root if group.root in extra else None,
+                installed_at=group.installed_at,
+                edges=tuple(e for e in group.edges if e[0] not in locked and e[1] not in locked),
+            )
+            members = tuple(f"{d.name} {d.version}" for d in extra)
+            out.append(Removal(summary=_removal(gone), members=members))
+    return tuple(out)
 
 
 def _removal(group: grouping.InstallGroup) -> str:
