@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_venv import DEFAULT_FIXTURES, build
 
-from bench import envguard_cmd, interleaved
+from bench import envguard_install, interleaved
 
 
 def add_packages(site: Path, n: int) -> None:
@@ -47,9 +47,8 @@ def add_packages(site: Path, n: int) -> None:
         (info / "REQUESTED").write_text("")
 
 
-def scenario(work: Path, n: int, fixtures: Path) -> tuple[Path, Path, Path]:
+def scenario(work: Path, n: int, fixtures: Path, eg: list[str]) -> tuple[Path, Path, Path]:
     venv = build(work / f"venv-{n}", fixtures)
-    eg = envguard_cmd()
     before = work / f"before-{n}.envguard.toml"
     subprocess.run([*eg, "snapshot", "--venv", str(venv), "-q", "-o", str(before),
                     "--no-default-caches"], check=True, capture_output=True)  # fmt: skip
@@ -69,15 +68,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--envguard", help="an installed envguard to time (default: built)")
     args = parser.parse_args()
     from uv import find_uv_bin
 
-    eg, uv = envguard_cmd(), find_uv_bin()
+    uv = find_uv_bin()
     rows = {}
     work = Path(tempfile.mkdtemp(prefix="envguard-drift-bench-"))
     try:
+        eg = [str(envguard_install(work, args.envguard))]
         for n in args.added:
-            venv, before, after = scenario(work, n, args.fixtures)
+            venv, before, after = scenario(work, n, args.fixtures, eg)
             python = str(venv / "bin" / "python")
             diff = [*eg, "diff", "--venv", str(venv), "--json"]
             commands = {
@@ -86,7 +87,7 @@ def main() -> None:
                 "uv pip freeze": [uv, "pip", "freeze", "--python", python],
                 "pip freeze": [sys.executable, "-m", "pip", "--python", python, "freeze"],
             }
-            rows[n] = interleaved(commands, args.runs, ok=(0, 1))
+            rows[n] = interleaved(commands, args.runs, work, ok=(0, 1))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("| added packages | diff (drift) ms | diff (clean) ms | drift ÷ clean | "
