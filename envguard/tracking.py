@@ -12,15 +12,23 @@ CUDA, the verdict).
 artifact reference ``wandb-artifact://<entity>/<project>/<name>:<version>`` (through the W&B
 API, which needs its server). Both trackers are optional extras: ``envguard[mlflow]``,
 ``envguard[wandb]``.
+
+A URI is untrusted input (a teammate's, a CI job's): its artifact path is refused unless it
+stays inside the run (#23), and the downloads folder keeps only the newest few.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+from urllib.parse import unquote, urlsplit
 
 from envguard.errors import EnvguardError
 from envguard.model import Snapshot
@@ -67,6 +75,14 @@ def is_uri(text: str) -> bool:
 
 def fetch(uri: str, dest: Path) -> Path:
     """The lockfile a run recorded, downloaded into ``dest``."""
+    try:
+        _check(uri)
+        return _fetch(uri, dest)
+    finally:
+        _bounded(dest)
+
+
+def _fetch(uri: str, dest: Path) -> Path:
     if uri.startswith(WANDB_SCHEME):
         # a path on the command line may have lost one of the two slashes
         return _fetch_wandb(uri[len(WANDB_SCHEME) :].lstrip("/"), dest)
@@ -81,6 +97,78 @@ def fetch(uri: str, dest: Path) -> Path:
     except Exception as exc:  # mlflow raises its own and requests' errors; one line for them
         raise EnvguardError(f"{uri}: MLflow could not download it ({exc})") from exc
     return _the_lock(path, uri)
+
+
+_RUN_ID = re.compile(r"^[0-9A-Za-z_-]+$")
+# what MLflow reads as something else than a name: a query, a fragment, Windows' separator
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f?#\\]")
+
+
+def _check(uri: str) -> None:
+    """Refuse an artifact path that could leave the run: MLflow's file store joins it to the
+    run's folder as given, after decoding its percent-escapes, so ``runs:/ID/../../x`` (or
+    ``%2e%2e``) reads a file of another run, or of the store's machine."""
+    path = _artifact_path(uri)
+    for _ in range(4):  # MLflow decodes more than once: so does the check
+        if _UNSAFE.search(path):  # urlsplit would cut a query or fragment off unseen
+            _refuse(uri, "holds a control character, '?', '#' or '\\'")
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    else:
+        _refuse(uri, "is percent-encoded over and over")
+    parts = path.removesuffix("/").split("/") if path else []
+    if path.startswith("/") or "" in parts:
+        _refuse(uri, "is absolute or has an empty part ('//')")
+    if {".", ".."} & set(parts):
+        _refuse(uri, "has a '.' or '..' part: it must stay inside the run")
+
+
+def _artifact_path(uri: str) -> str:
+    if uri.startswith(WANDB_SCHEME):
+        return uri[len(WANDB_SCHEME) :].lstrip("/")
+    if uri.startswith("runs:/"):
+        run_id, _, path = uri[len("runs:/") :].partition("/")
+        if not _RUN_ID.match(run_id):
+            _refuse(uri, "names no run id")
+        return path
+    if _UNSAFE.search(uri):
+        _refuse(uri, "holds a control character, '?', '#' or '\\'")
+    return urlsplit(uri).path.removeprefix("/")  # mlflow-artifacts:/PATH, or ://HOST/PATH
+
+
+def _refuse(uri: str, why: str) -> NoReturn:
+    raise EnvguardError(f"{uri}: refused: its artifact path {why}")
+
+
+_KEPT = 16  # downloads kept: each URI fetched leaves a folder of its own
+
+
+def _bounded(dest: Path) -> None:
+    """Only the newest downloads stay in envguard's cache: every URI ever fetched left its
+    folder there. A ``dest`` anywhere else is its caller's, and so are its neighbours."""
+    from envguard import _fs
+
+    folder = _fs.user_cache_dir() / "runs"
+    if dest.parent != folder:
+        return
+    with contextlib.suppress(OSError):
+        os.utime(dest)  # just read: the newest, whatever its files' dates
+    kept = sorted(_downloads(folder), key=lambda pair: pair[0], reverse=True)
+    for _, old in kept[_KEPT:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _downloads(folder: Path) -> list[tuple[float, Path]]:
+    found: list[tuple[float, Path]] = []
+    if not folder.is_dir():
+        return found
+    for path in folder.iterdir():
+        with contextlib.suppress(OSError):  # removed meanwhile by another envguard
+            if path.is_dir() and not path.is_symlink():
+                found.append((path.stat().st_mtime, path))
+    return found
 
 
 def _fetch_wandb(ref: str, dest: Path) -> Path:

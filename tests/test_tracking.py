@@ -5,6 +5,7 @@ artifact reference needs the W&B server, which no test here can reach."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,100 @@ def test_track_imports_no_tracker(project: Project) -> None:
                           cwd=project.root, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
+
+
+# --- a run's URI is untrusted input too (#23) ---------------------------------------------------
+
+
+def _mlflow_run(project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A real run on a local file store holding the project's lock; its id."""
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = (tmp_path / "mlruns").as_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    mlflow.set_tracking_uri(uri)
+    project.snapshot()
+    with mlflow.start_run() as run:
+        mlflow.log_artifact(str(project.lock), artifact_path="envguard")
+    return str(run.info.run_id)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../../outside.envguard.toml",  # the file store's folder of the experiment
+        "envguard/../../../outside.envguard.toml",
+        "envguard/./../../../outside.envguard.toml",
+        "%2e%2e/%2e%2e/outside.envguard.toml",  # MLflow decodes it: '..' all the same
+        "%252e%252e/%252e%252e/outside.envguard.toml",  # and twice
+        "envguard/train.envguard.toml\n",
+        "envguard\\..\\..\\..\\outside.envguard.toml",
+        "envguard/train.envguard.toml?x=../..",
+    ],
+)
+def test_a_run_s_artifact_path_cannot_leave_the_run(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    run_id = _mlflow_run(project, tmp_path, monkeypatch)
+    experiment = next((tmp_path / "mlruns").glob(f"*/{run_id}")).parent
+    planted = experiment / "outside.envguard.toml"  # beside the run's folder: no artifact of it
+    planted.write_bytes(project.lock.read_bytes())
+    code, out, err = invoke("diff", f"runs:/{run_id}/{path}", env=project.activated())
+    assert code == 2 and out == "", err
+    assert len(err.splitlines()) == 1 and "artifact path" in err, err
+    downloads = Path(os.environ["ENVGUARD_CACHE_DIR"]) / "runs"
+    assert not downloads.exists() or not any(downloads.rglob("*.envguard.toml"))
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "runs:/0123abcd//etc/hostname",  # the command line's path type folds '//': a caller's not
+        "runs:/0123abcd/envguard//train.envguard.toml",
+        "runs://0123abcd/envguard/train.envguard.toml",
+        "runs:/../0123abcd/envguard/train.envguard.toml",
+        "runs:/0123abcd/envguard/\x1b]0;t\x07.envguard.toml",
+        "mlflow-artifacts:/0/0123abcd/artifacts/../../x.envguard.toml",
+        "wandb-artifact://entity/../project/name:v3",
+    ],
+)
+def test_fetch_refuses_what_the_command_line_cannot_pass(uri: str, tmp_path: Path) -> None:
+    from envguard import tracking
+    from envguard.errors import EnvguardError
+
+    with pytest.raises(EnvguardError, match="artifact path"):
+        tracking.fetch(uri, tmp_path / "dest")
+    assert not (tmp_path / "dest").exists() or not any((tmp_path / "dest").iterdir())
+
+
+def test_the_run_s_own_lock_still_downloads(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule leaves a run's own paths alone: a folder, with or without its trailing slash."""
+    run_id = _mlflow_run(project, tmp_path, monkeypatch)
+    for path in ("envguard/train.envguard.toml", "envguard/", "envguard"):
+        code, _, err = invoke("diff", f"runs:/{run_id}/{path}", env=project.activated())
+        assert code == 0, (path, err)
+
+
+def test_downloaded_locks_do_not_pile_up(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each URI downloads into a folder of its own under envguard's cache: 40 URIs leave the
+    newest few, the one just read among them."""
+    mlflow = pytest.importorskip("mlflow")
+    run_id = _mlflow_run(project, tmp_path, monkeypatch)
+    with mlflow.start_run(run_id=run_id):
+        for i in range(40):
+            folder = tmp_path / f"lock{i}"
+            folder.mkdir()
+            copy = folder / "train.envguard.toml"
+            copy.write_bytes(project.lock.read_bytes())
+            mlflow.log_artifact(str(copy), artifact_path=f"envguard/{i}")
+    downloads = Path(os.environ["ENVGUARD_CACHE_DIR"]) / "runs"
+    for i in range(40):
+        uri = f"runs:/{run_id}/envguard/{i}/train.envguard.toml"
+        code, out, err = invoke("diff", uri, "--json", env=project.activated())
+        assert code == 0, err
+        assert Path(json.loads(out)["result"]["lockfile"]).is_file()  # the one just read stays
+    assert 1 <= len(list(downloads.iterdir())) <= 16
