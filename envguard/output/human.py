@@ -304,8 +304,14 @@ class Human:
 
     def _backups(self, r: BackupsDone) -> Iterator[str]:
         listed = r.backups
+        for note in listed.recovered:  # put right first, as the next restore would
+            yield from wrap(
+                note, self.p.width, INDENT, first=self.p.paint("recovered", "yellow") + " "
+            )
         for b in listed.removed:
-            yield f"removed {_p(b.path)} (freed {human_bytes(b.bytes)})"
+            why = ", left by an interrupted restore" if b.interrupted else ""
+            done = f"removed {_p(b.path)} (freed {human_bytes(b.bytes)}){why}"
+            yield from wrap(done, self.p.width, 2, first="")
         for path in listed.kept_in_use:
             yield f"{self.p.paint('kept', 'yellow')} {_p(path)}: a process still runs from it"
         if not listed.backups:
@@ -315,6 +321,24 @@ class Human:
             set_aside = b.created.replace("T", " ").rstrip("Z")
             kept = f"frees {human_bytes(b.bytes)}, set aside {set_aside}"
             yield from wrap(kept, self.p.width, 2, first=_p(b.path) + "  ")
+        yield from self._backups_unfinished(listed)
+
+    def _backups_unfinished(self, listed: Any) -> Iterator[str]:
+        """The new venvs restores began: one being built now, and what killed ones left."""
+        for b in listed.building:
+            what = f"being built by a restore running now (pid {listed.running or '?'})"
+            yield from wrap(what, self.p.width, 2, first=_p(b.path) + "  ")
+        for b in listed.left_over:
+            begun = b.created.replace("T", " ").rstrip("Z")
+            what = f"left by an interrupted restore begun {begun}, frees {human_bytes(b.bytes)}"
+            yield from wrap(what, self.p.width, 2, first=_p(b.path) + "  ")
+        if not listed.left_over:
+            return
+        them = "it" if len(listed.left_over) == 1 else "them"
+        hint = f"envguard backups --prune removes {them}"
+        if listed.running is not None:  # the running one may be putting one right itself
+            hint = f"a restore is running (pid {listed.running or '?'}): after it, {hint}"
+        yield from wrap(hint, self.p.width, 2, first="")
 
     # --- tools --------------------------------------------------------------------------------
 

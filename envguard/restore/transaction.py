@@ -213,3 +213,47 @@ def backups(venv: Path) -> list[Path]:
         (p for p in venv.parent.glob(f"{venv.name}{BACKUP}*") if p.is_dir() and not p.is_symlink()),
         key=lambda p: p.name,
     )
+
+
+def new_folders(venv: Path) -> list[Path]:
+    """The new venvs restores began beside ``venv``, oldest first: the one a restore running
+    now builds, and what killed ones left (a kill -9 leaves its folder to the next restore,
+    which removes only the one its journal names). Restore's own names only."""
+    paths = Paths.for_venv(venv, "")
+    found = venv.parent.glob(f"{venv.name}{NEW}*")
+    return sorted(
+        (p for p in found if p.is_dir() and not p.is_symlink() and _ours(paths, p, NEW)),
+        key=lambda p: p.name,
+    )
+
+
+def running(venv: Path) -> tuple[int, Path | None] | None:
+    """The restore of ``venv`` running now: its pid (0 until it has written it) and the new
+    venv its journal names; None when no one holds the lock. The lock is tested without
+    waiting, and only where a file is left (a holder keeps it as long as it holds it)."""
+    import fcntl
+
+    paths = Paths.for_venv(venv, "")
+    try:
+        fd = os.open(paths.lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None  # a killed restore's file: closing lets go at once
+    except BlockingIOError:
+        pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    finally:
+        os.close(fd)
+    return (int(pid) if pid.isdigit() else 0), _journal_new(paths, pid)
+
+
+def _journal_new(paths: Paths, pid: str) -> Path | None:
+    """The new venv the journal names, if the restore ``pid`` wrote it."""
+    try:
+        data = json.loads(paths.journal.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or str(data.get("pid")) != pid:
+        return None
+    return Path(str(data.get("new", "")))
