@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,9 @@ from envguard import _run, attribution, catalog, drift, requirements
 from envguard import uv as uv_backend
 from envguard.errors import CommandError, EnvguardError
 from envguard.model import CudaLibrary, CudaStack, Distribution, PackageBuild, Snapshot
+from envguard.probes import cuda as cuda_probe
 from envguard.probes.torch import variant_of
-from envguard.versions import same
+from envguard.versions import local, same
 
 PLANNED = "planned"
 _UV_LINE = re.compile(r"^\s*([+-])\s+([A-Za-z0-9][\w.\-]*)(?:==(\S+)| @ (\S+))")
@@ -36,6 +37,8 @@ _PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
 _CUDA_PIN = re.compile(
     r"^(?:cuda-toolkit|nvidia-cuda-runtime(?:-cu\d+)?)(?:\[[^\]]*\])?==(\d+)\.(\d+)"
 )
+_CUDA_LABEL = re.compile(r"^cu(\d+)(\d)$")  # cu130 -> 13.0, cu128 -> 12.8
+_RUNTIME = "nvidia-cuda-runtime"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,11 +308,12 @@ def predict(before: Snapshot, planned: Sequence[Planned]) -> Snapshot:
             requested=p.requested,
             installed_at=PLANNED,
         )
-    stack = _cuda_after(before.cuda, versions)
-    torch = _torch_after(before.torch, planned, stack)
+    wheels = _wheels_after(before.cuda, versions)
+    torch = _torch_after(before.torch, planned, wheels)
+    stack = _cuda_after(before.cuda, versions, wheels, torch.cuda if torch else None)
     builds = {b.name: b for b in before.torch_family}
     for name in versions.keys() & builds.keys():
-        builds[name] = _planned_build(builds[name], versions[name])
+        builds[name] = _planned_build(name, versions[name])
     key = dict(before.key_libraries)
     key.update({n: v for n, v in versions.items() if n in catalog.KEY_LIBRARIES})
     key.update({b.name: b.version for b in builds.values()})
@@ -326,10 +330,10 @@ def predict(before: Snapshot, planned: Sequence[Planned]) -> Snapshot:
     )
 
 
-def _planned_build(old: PackageBuild, version: str) -> PackageBuild:
+def _planned_build(name: str, version: str) -> PackageBuild:
     """A torch-family build after the install: its version, the rest unknown."""
     return PackageBuild(
-        name=old.name,
+        name=name,
         version=version,
         metadata_version=version,
         variant=variant_of(version, {}) if "+" in version else "",
@@ -337,33 +341,55 @@ def _planned_build(old: PackageBuild, version: str) -> PackageBuild:
     )
 
 
-def _cuda_after(stack: CudaStack, versions: dict[str, str]) -> CudaStack:
-    changed: dict[str, Any] = {}
+def _wheels_after(stack: CudaStack, versions: Mapping[str, str]) -> dict[str, str]:
+    """The nvidia wheels the venv will hold: the planned ones, and the live ones the plan
+    leaves alone (uv's plan names only what it installs; the rest stays)."""
+    planned = {n: v for n, v in versions.items() if catalog.is_cuda_wheel(n)}
+    return dict(sorted({**stack.wheels, **planned}.items()))
+
+
+def wheels_cuda(wheels: Mapping[str, str]) -> str | None:
+    """The CUDA release (``13.0``) a set of nvidia wheels provides: its runtime wheel's, as
+    the CUDA probe picks it; None without one, or with runtimes of several CUDA majors (which
+    one torch loads is then torch's to say)."""
+    majors = {v.split(".")[0] for n, v in wheels.items() if n.startswith(_RUNTIME)}
+    if len(majors) != 1:
+        return None
+    wheel = cuda_probe.owner(wheels, _RUNTIME, majors.pop())
+    return ".".join(wheels[wheel].split(".")[:2]) if wheel else None
+
+
+def _cuda_after(
+    stack: CudaStack, versions: Mapping[str, str], wheels: Mapping[str, str], cuda: str | None
+) -> CudaStack:
+    """The libraries torch will load, each from the wheel the CUDA probe would pick for
+    torch's CUDA major among the wheels the venv will hold."""
+    major = cuda.split(".")[0] if cuda else None
+    changed: dict[str, Any] = {"wheels": dict(wheels)}
     for part, prefix, width in (
-        ("runtime", "nvidia-cuda-runtime", 2),
+        ("runtime", _RUNTIME, 2),
         ("cudnn", "nvidia-cudnn", 3),
         ("nccl", "nvidia-nccl", 3),
     ):
-        wheel = next((n for n in sorted(versions) if n.startswith(prefix)), None)
-        if wheel:
-            version = ".".join(versions[wheel].split(".")[:width])
+        wheel = cuda_probe.owner(wheels, prefix, major)
+        old: CudaLibrary | None = getattr(stack, part)
+        if wheel and (wheel in versions or old is None or old.wheel != wheel):
+            version = ".".join(wheels[wheel].split(".")[:width])
             name = "cudart" if part == "runtime" else part
             changed[part] = CudaLibrary(name=name, version=version, source="planned", wheel=wheel)
     return dataclasses.replace(stack, **changed)
 
 
 def _torch_after(
-    old: PackageBuild | None, planned: Sequence[Planned], stack: CudaStack
+    old: PackageBuild | None, planned: Sequence[Planned], wheels: Mapping[str, str]
 ) -> PackageBuild | None:
     mine = next((p for p in planned if p.name == "torch"), None)
     if mine is None:
         return old
-    # PyPI's METADATA carries no +cuXXX: take CUDA from torch's own pins, else the planned
-    # runtime wheel, the way the installed version.py will say it.
-    cuda = _cuda_from_requires(mine.requires) or (
-        stack.runtime.version if stack.runtime and stack.runtime.source == "planned" else None
-    )
-    variant = variant_of(mine.version, {"__version__": mine.version, "cuda": cuda})
+    cuda = _torch_cuda(mine, planned, wheels)
+    # no CUDA known is an unknown build, not a CPU one: only a +cpu label says cpu
+    fields = {"__version__": mine.version, "cuda": cuda} if cuda else {}
+    variant = variant_of(mine.version, fields)
     label = "+" in mine.version or not cuda
     return PackageBuild(
         name="torch",
@@ -373,6 +399,17 @@ def _torch_after(
         source="planned",
         cuda=cuda,
     )
+
+
+def _torch_cuda(mine: Planned, planned: Sequence[Planned], wheels: Mapping[str, str]) -> str | None:
+    """The CUDA torch's version.py will say. PyPI's METADATA carries no +cuXXX, and uv's plan
+    no requirements: then the runtime wheel the install brings (what this torch requires),
+    else the one that stays."""
+    label = _CUDA_LABEL.match(local(mine.version) or "")
+    if label:
+        return f"{label.group(1)}.{label.group(2)}"
+    brought = {p.name: p.version for p in planned if catalog.is_cuda_wheel(p.name)}
+    return _cuda_from_requires(mine.requires) or wheels_cuda(brought) or wheels_cuda(wheels)
 
 
 def _cuda_from_requires(requires: Sequence[str]) -> str | None:
@@ -396,16 +433,23 @@ def _reasons(before: Snapshot, after: Snapshot, planned: Sequence[Planned]) -> l
             f"would replace {p.name} {real_old.get(p.name, old[p.name])} with "
             f"{real_new.get(p.name, p.version)}"
         )
-        if (
-            p.name == "torch"
-            and before.torch
-            and after.torch
-            and (before.torch.cuda != after.torch.cuda)
-        ):
-            line += f" (CUDA {before.torch.cuda or 'none'} → {after.torch.cuda or 'unknown'})"
+        if p.name == "torch" and before.torch and after.torch:
+            line += _cuda_move(before.torch, after.torch)
         because = attribution.forced_by(p.name, old[p.name], requirers.get(p.name, ()))
         out.append(f"{line} because {because}" if because else line)
     return out
+
+
+def _cuda_move(old: PackageBuild, new: PackageBuild) -> str:
+    """`` (CUDA 12.8 → 13.0)`` when torch's CUDA would move; nothing when it would not, or
+    when the new build is unknown: the torch row says that, and once is enough."""
+    was, will = _cuda_said(old), _cuda_said(new)
+    return f" (CUDA {was or 'unknown'} → {will})" if will and was != will else ""
+
+
+def _cuda_said(build: PackageBuild) -> str | None:
+    """A build's CUDA, ``none`` for a known build without one (cpu, ROCm), None unknown."""
+    return build.cuda or ("none" if build.variant else None)
 
 
 def _requirers(planned: Sequence[Planned]) -> dict[str, list[attribution.Requirer]]:

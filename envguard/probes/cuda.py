@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from envguard import catalog
@@ -67,7 +67,10 @@ def _roots(given: Iterable[str] | None) -> tuple[str, ...]:
     return (*DEFAULT_SYSTEM_ROOTS, home) if home else DEFAULT_SYSTEM_ROOTS
 
 
-def _owner(wheels: dict[str, str], prefix: str, major: str | None) -> str | None:
+def owner(wheels: Mapping[str, str], prefix: str, major: str | None) -> str | None:
+    """The wheel among ``wheels`` that provides the library named by ``prefix`` for CUDA
+    ``major``: the one with its ``-cuNN`` suffix, else (13 and later) the unsuffixed one, else
+    the first. preflight picks by the same rule, so the forecast and the snapshot agree."""
     names = [n for n in sorted(wheels) if n.startswith(prefix)]
     matching = [n for n in names if major and n.endswith(f"-cu{major}")]
     unsuffixed = [n for n in names if not any(n.endswith(f"-cu{m}") for m in ("11", "12", "13"))]
@@ -95,7 +98,7 @@ def _wheel_runtime(
         name="cudart",
         version=version,
         source=rel,
-        wheel=min(owners) if owners else _owner(wheels, "nvidia-cuda-runtime", major),
+        wheel=min(owners) if owners else owner(wheels, "nvidia-cuda-runtime", major),
     )
 
 
@@ -112,7 +115,7 @@ def _wheel_lib(
     if version is None:
         return None
     return CudaLibrary(
-        name=name, version=version, source=rel, wheel=_owner(wheels, f"nvidia-{name}", major)
+        name=name, version=version, source=rel, wheel=owner(wheels, f"nvidia-{name}", major)
     )
 
 

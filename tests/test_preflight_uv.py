@@ -1,0 +1,163 @@
+"""preflight through uv, whose plan says only names and versions: torch's CUDA build comes
+from the nvidia wheels the venv will hold, and the forecast is the diff the install leaves.
+
+A PyPI-style upgrade: torch 2.13.0 → 2.14.1 (METADATA without a label, version.py +cu130),
+the CUDA runtime wheel staying as it is, torchvision and torchaudio new (#20).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envguard import preflight
+from envguard.demo.incident import _training_set
+from envguard.demo.wheels import build_wheel, cudart_header, cudnn_header, torch_version_py
+from tests.conftest import make_venv, offline_install, uv_install
+from tests.project import invoke
+
+
+def _extension(house: Path, name: str, version: str, requires: list[str]) -> None:
+    """A PyPI-style torch extension: METADATA says ``version``, version.py ``+cu130``."""
+    build_wheel(
+        house,
+        name,
+        f"{version}+cu130",
+        metadata_version=version,
+        files={
+            f"{name}/__init__.py": "",
+            f"{name}/version.py": torch_version_py(f"{version}+cu130", "13.0", "c" * 40),
+        },
+        requires=requires,
+    )
+
+
+@pytest.fixture(scope="module")
+def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    house = tmp_path_factory.mktemp("cu130-house")
+    _training_set(
+        house,
+        cuda=(13, 0),
+        runtime=("nvidia-cuda-runtime", "13.0.96", "cu13"),
+        cudnn=("nvidia-cudnn-cu13", "9.19.0.56"),
+        nccl=("nvidia-nccl-cu13", "2.28.9"),
+        torch="2.13.0+cu130",
+        metadata="2.13.0",
+        transformers="5.8.1",
+    )
+    build_wheel(
+        house,
+        "nvidia-cudnn-cu13",
+        "9.20.0.48",
+        files={"nvidia/cudnn/include/cudnn_version.h": cudnn_header(9, 20, 0)},
+    )
+    build_wheel(house, "triton", "3.7.0")
+    # the same runtime wheel as 2.13.0's: uv's plan leaves it out
+    _extension(
+        house,
+        "torch",
+        "2.14.1",
+        [
+            "nvidia-cuda-runtime==13.0.96",
+            "nvidia-cudnn-cu13==9.20.0.48",
+            "nvidia-nccl-cu13==2.28.9",
+            "triton==3.7.0",
+        ],
+    )
+    _extension(house, "torchvision", "0.29.2", ["torch==2.14.1", "numpy", "pillow"])
+    _extension(house, "torchaudio", "2.14.1", ["torch==2.14.1"])
+    build_wheel(house, "pillow", "12.0.0")
+    build_wheel(house, "accelerate", "1.12.0", requires=["torch>=2.0", "numpy"])
+    # a cu12 runtime left beside the cu13 one: which of the two a new torch takes is unknown
+    build_wheel(
+        house,
+        "nvidia-cuda-runtime-cu12",
+        "12.8.90",
+        files={"nvidia/cuda_runtime/include/cuda_runtime_api.h": cudart_header(12080)},
+    )
+    return house
+
+
+@pytest.fixture
+def venv(tmp_path: Path, house: Path) -> Path:
+    venv = make_venv(tmp_path / "venv")
+    uv_install(venv, house, "torch==2.13.0", "transformers==5.8.1")
+    return venv
+
+
+def _json(command: str, *args: str) -> dict[str, Any]:
+    code, out, err = invoke(command, "--json", *args)
+    assert code in (0, 1), out + err
+    doc: dict[str, Any] = json.loads(out)["result"]
+    return doc
+
+
+def _preflight(venv: Path, house: Path, *reqs: str) -> dict[str, Any]:
+    return _json("preflight", "--venv", str(venv), "--", *offline_install(house, *reqs))
+
+
+def _torch_reason(doc: dict[str, Any]) -> str:
+    reason: str = next(r for r in doc["reasons"] if r.startswith("would replace torch "))
+    return reason
+
+
+def _torch(doc: dict[str, Any]) -> dict[str, str]:
+    found: dict[str, str] = next(c for c in doc["changes"] if c["subject"] == "torch")
+    return found
+
+
+def test_a_same_cuda_upgrade_keeps_its_cuda_build(venv: Path, house: Path) -> None:
+    """uv's plan has no requirements and no runtime wheel (it stays): the wheel that stays
+    says torch 2.14.1 is the cu130 build, as its version.py will."""
+    doc = _preflight(venv, house, "torch==2.14.1")
+    assert _torch_reason(doc) == "would replace torch 2.13.0+cu130 with 2.14.1+cu130"
+    torch = _torch(doc)
+    assert (torch["old"], torch["new"]) == ("2.13.0+cu130", "2.14.1+cu130")
+    assert torch["why"].startswith("another release, CUDA build 13.0:"), torch["why"]
+
+
+def test_a_build_that_cannot_be_known_is_unknown_never_cpu(venv: Path, house: Path) -> None:
+    """With cu12 and cu13 runtime wheels both staying, the plan cannot tell which CUDA the
+    new torch is built for: the forecast says unknown, in one place, and never cpu."""
+    uv_install(venv, house, "nvidia-cuda-runtime-cu12==12.8.90")
+    doc = _preflight(venv, house, "torch==2.14.1")
+    torch = _torch(doc)
+    assert torch["new"] == "2.14.1"
+    assert "CUDA build 13.0 → unknown:" in torch["why"], torch["why"]
+    assert _torch_reason(doc) == "would replace torch 2.13.0+cu130 with 2.14.1"
+    code, out, _ = invoke(
+        "preflight", "--venv", str(venv), "--", *offline_install(house, "torch==2.14.1")
+    )
+    assert code == 1 and "cpu" not in out and out.count("unknown") == 1, out
+
+
+def test_pip_reads_the_build_from_torchs_pins(tmp_path: Path, house: Path) -> None:
+    """pip's report carries torch's requirements: the pins say cu130, as they did before."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # ships pip, offline
+    uv_install(venv, house, "torch==2.13.0")
+    pip = ["pip", "install", "--no-index", "--find-links", str(house), "torch==2.14.1"]
+    doc = _json("preflight", "--venv", str(venv), "--", *pip)
+    assert _torch_reason(doc) == "would replace torch 2.13.0+cu130 with 2.14.1+cu130"
+    assert _torch(doc)["why"].startswith("another release, CUDA build 13.0:")
+
+
+@pytest.mark.parametrize(
+    ("wheels", "cuda"),
+    [
+        ({"nvidia-cuda-runtime": "13.0.96", "nvidia-cudnn-cu13": "9.19.0.56"}, "13.0"),
+        ({"nvidia-cuda-runtime-cu12": "12.8.90"}, "12.8"),
+        # cu13's two spellings: the -cu13 one, as the CUDA probe names the owner
+        ({"nvidia-cuda-runtime": "13.1.80", "nvidia-cuda-runtime-cu13": "13.0.96"}, "13.0"),
+        # two CUDA majors: which one torch takes, the wheels cannot say
+        ({"nvidia-cuda-runtime-cu12": "12.8.90", "nvidia-cuda-runtime": "13.0.96"}, None),
+        ({"nvidia-cudnn-cu13": "9.19.0.56"}, None),
+    ],
+)
+def test_which_cuda_a_set_of_wheels_provides(wheels: dict[str, str], cuda: str | None) -> None:
+    assert preflight.wheels_cuda(wheels) == cuda
