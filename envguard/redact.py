@@ -48,8 +48,8 @@ def _set(words: str) -> frozenset[str]:
 
 # A name holding one of these words names a secret, whatever its value looks like.
 _SECRET_WORDS = _set(
-    "pass pwd passphrase passcode secret secrets credential credentials creds apikey "
-    "accesskey secretkey privatekey authtoken accesstoken apitoken"
+    "pwd passphrase passcode secret secrets credential credentials creds apikey accesskey "
+    "secretkey privatekey authtoken accesstoken apitoken"
 )
 # X_key / X_token with such an X is a credential: api_key, access_token, client_key.
 _QUALIFIERS = _set(
@@ -63,7 +63,8 @@ _SPECIAL_TOKENS = _set(
     "pad eos bos unk sep cls mask start end sos eot eom special image audio video begin stop "
     "think default additional new max num first last next prev current cur word sub subword "
     "decoder vision tool chat system user assistant fim prefix suffix middle placeholder "
-    "dummy ignore sentinel separator padding unknown text input output"
+    "dummy ignore sentinel separator padding unknown text input output page continuation "
+    "cancellation cancel resume sync per"
 )
 _WEAK_WORDS = _set("token key auth sig signature salt hmac cookie")
 # password_length, token_count, secret_name, api_key_file: about a secret, not one.
@@ -74,7 +75,13 @@ _NOT_SECRET_LAST = _set(
     "ttl expiry expires expiration algorithm algo version method scheme provider source "
     "location store manager backend class fn func callback stdin cmd command helper index idx "
     "position pos ratio rate prob dim dims shape strategy budget usage used total bits rounds "
-    "iterations"
+    "iterations lifetime seconds secs minutes hours days ms duration interval info details "
+    "config settings options sources handler loader factory error errors exception date time "
+    "at timestamp arn"
+)
+_VERBS = _set(
+    "get set has is load fetch read make create build validate check ensure update delete "
+    "remove parse generate lookup resolve find"
 )
 
 
@@ -83,10 +90,12 @@ def _strength(name: str) -> int:
     """2: ``name`` names a secret; 1: it may (``key``, ``token``: only a random-looking value
     goes); 0: it does not. An option (``--token``) that may name one does."""
     words = [w.lower() for w in _WORDS.findall(name)]
-    if not words or words[-1] in _NOT_SECRET_LAST or name in ("PWD", "OLDPWD"):
-        return 0
-    if any(w in _SECRET_WORDS or "passw" in w for w in words):
-        return 2
+    if not words or words[-1] in _NOT_SECRET_LAST or name in ("PWD", "OLDPWD", "pass"):
+        return 0  # about a secret (token_count); the shell's PWD; prose ("a first pass:")
+    if len(words) > 1 and words[0] in _VERBS:
+        return 0  # get_credentials, update_api_key: a function, a flag
+    if words[-1] == "pass" or any(w in _SECRET_WORDS or "passw" in w for w in words):
+        return 2  # DB_PASS, not pass_rates
     for before, word in zip(["", *words], words, strict=False):
         if word in ("key", "token") and before in _QUALIFIERS:
             return 2
@@ -107,12 +116,12 @@ def is_strong_secret_name(name: str) -> bool:
 
 # --- values -------------------------------------------------------------------------------
 
-# Not a secret whatever its key: a placeholder, a template, a small number, a type.
+# Not a secret whatever its key: a placeholder, a template, a small number, a constant.
 _KEEP_VALUE = re.compile(
-    r"""<[^<>\n]{0,64}>|\$\{?[A-Za-z_][\w.:\-]{0,64}\}?|\$?\{\{[^}\n]{0,128}\}\}"""
-    r"""|%\(\w{1,64}\)s|%s|\{\w{0,64}\}|\*{3,}|\.\.\.|…|-?\d{1,5}(?:\.\d+)?"""
-    r"""|(?i:none|null|nil|true|false|undefined|str|bytes|int|optional|secretstr|any)"""
+    r"""<[^<>\n]{0,64}>|\$\{?[A-Za-z_][\w.:\-]{0,64}\}?|\*{3,}|\.\.\.|…|-?\d{1,5}(?:\.\d+)?"""
+    r"""|(?i:none|null|nil|true|false|undefined)"""
 )
+_TEMPLATE = re.compile(r"""\{[\w.\[\]"' ]{0,64}\}|\$\{|%\(\w{0,64}\)s|%s""")  # f"{token}"
 # Code that computes a value (get_password(), os.environ["X"], args.token, a type) rather
 # than holding it: what follows is code too, and only its literals can be secrets.
 _REFERENCE = re.compile(
@@ -123,72 +132,126 @@ _ROOTS = _set(
     "self cls args opts options config cfg conf settings os env environ secrets params kwargs "
     "request ctx context st app flags"
 )
-_TYPES = _set("str bytes int optional secretstr any none")
+_TYPES = _set(
+    "str bytes int float bool dict list tuple set frozenset object optional union literal "
+    "callable sequence mapping any none secretstr secretbytes path final lambda"
+)
+_IDENT = re.compile(r"[A-Za-z_]\w{0,63}")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _RANDOM_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
 
 
 def _looks_random(value: str, least: int = 16) -> bool:
     """Hex, or letters of both cases and digits that change class often (random text does
-    at ~60% of its letters, ``MetaLlama370BInstruct`` at 30%)."""
+    at ~60% of its letters, ``MetaLlama370BInstruct`` at 30%); not a dotted or snake_case
+    name (``rfc7191.id_aa_KP_keyPkgId``)."""
     if len(value) < least or not _RANDOM_CHARS.fullmatch(value):
         return False
     has_digit = any(c.isdigit() for c in value)
     if _HEX.fullmatch(value):
         return has_digit and any(c.isalpha() for c in value)
-    alnum = [c for c in value if c.isalnum()]
-    kinds = ["d" if c.isdigit() else "u" if c.isupper() else "l" for c in alnum]
+    words = re.split(r"[_\-]", value)
+    if "." in value or (len(words) > 1 and not any(c.isdigit() for c in value)):
+        return False
+    kinds = ["d" if c.isdigit() else "u" if c.isupper() else "l" for c in value if c.isalnum()]
     if not (has_digit and "u" in kinds and "l" in kinds):
         return False
     changes = sum(a != b for a, b in itertools.pairwise(kinds))
     return changes >= 0.35 * (len(kinds) - 1)
 
 
+def _class_name(word: str) -> bool:
+    """HiddenText, SSHPrivateKeyTypes: a type, where code annotates a secret's name."""
+    return _CLASS.fullmatch(word) is not None
+
+
+_CLASS = re.compile(r"(?:[A-Z]{1,4}[a-z]{2,}){2,8}")
+
+
+def _mentions_secret(value: str) -> bool:
+    """A word of ``value`` is one a secret's name holds: page_token, cloud_credential_info."""
+    return any(
+        w in _SECRET_WORDS or w in _WEAK_WORDS or "passw" in w
+        for w in (w.lower() for w in _WORDS.findall(value))
+    )
+
+
 def _is_reference(value: str) -> bool:
+    """Code, not a literal: a call, a subscript, a dotted name, a type (``str | None``), a
+    variable named for the secret (``api_key=api_key``), an expression (``await f()``)."""
+    if _VARIABLE.fullmatch(value) and _mentions_secret(value):
+        return True
     m = _REFERENCE.match(value)
     if m is None:
         return False
-    head = m.group("head").lower()
-    if head in _TYPES or m.group("tail").strip()[:1] in ("(", "["):
+    head, tail = m.group("head"), m.group("tail").strip()[:1]
+    if head.lower() in _TYPES or head in _CODE_WORDS or tail in ("(", "[") or m.group("dots"):
         return True
-    last = value[: m.start("tail")].rsplit(".", 1)[-1]
-    return bool(m.group("dots")) and (head in _ROOTS or _strength(last) > 0)
+    return _class_name(head) and tail in ("|", "=")
 
 
-def _secret_value(value: str, strength: int) -> bool:
+# page_token, apiKey, DEFAULT_KEK_PASSPHRASE: not Hunter2 (a password is one word too)
+_VARIABLE = re.compile(r"[a-z_][A-Za-z0-9_]{0,63}|[A-Z][A-Z0-9]{0,31}(?:_[A-Z0-9]{1,31}){1,8}")
+_CODE_WORDS = frozenset(("await", "not", "yield", "lambda", "self"))
+
+
+def _secret_value(value: str, strength: int, key: str = "") -> bool:
+    """Whether ``value``, held by a name of that strength, is a secret: not a placeholder,
+    a template, a structure (``{``, ``[``), nor the name itself (an enum's constant)."""
     value = value.strip()
-    if strength == 1:
-        return _looks_random(value)
-    return bool(value) and _KEEP_VALUE.fullmatch(value) is None
+    if not value or value[0] in "{[(" or _KEEP_VALUE.fullmatch(value) or _TEMPLATE.search(value):
+        return False
+    if value.startswith(("/", "~/", "./")):
+        return False  # GOOGLE_APPLICATION_CREDENTIALS=/path/key.json: where it is
+    words = [w.lower() for w in _WORDS.findall(value)]
+    named = [w.lower() for w in _WORDS.findall(key.rsplit(".", 1)[-1])]
+    if words and words == named[-len(words) :]:
+        return False  # CHALLENGE_PASSWORD: "challengePassword", an enum's constant
+    if (" " in value or "." in value) and _mentions_secret(value):
+        return False  # "llm.token_count.total", "The API key to use": a name, a description
+    return _looks_random(value) if strength == 1 else True
 
 
 # --- PEM blocks ---------------------------------------------------------------------------
 
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
+# A line of a key's body, as a file, a patch or a string literal holds it: base64, or a
+# header (Proc-Type: 4,ENCRYPTED), or blank.
+_PEM_BODY = re.compile(
+    r"""[+\- ]?[ \t]*["'`]?(?:[A-Za-z0-9+/=]{1,256}|[A-Za-z][\w\-]{0,31}:[^\n\x00]{0,256})?"""
+    r"""(?:\\n)?["'`]?[ \t]*[,+\\]?[ \t]*"""
+)
 
 
 def _pem_blocks(text: str, code: bool) -> str:
-    """Each line a private key block touches becomes ``<redacted>`` (a patch line keeps its
-    mark); a block without its END goes to the end of the text, or of its string (NUL)."""
+    """Each line of a private key block, BEGIN to END, becomes ``<redacted>`` (a patch line
+    keeps its mark). A block goes on only while its lines look like a key's: a BEGIN line
+    that code keeps as a constant does not take the rest of the file with it."""
     out: list[str] = []
     pos = 0
     while (m := _PEM_BEGIN.search(text, pos)) is not None:
         start = text.rfind("\n", 0, m.start()) + 1
-        limit = text.find("\x00", m.end())
-        limit = len(text) if limit < 0 else limit
-        end = _PEM_END.search(text, m.end(), limit)
-        if end is not None:
-            eol = text.find("\n", end.end(), limit)
-            cut = limit if eol < 0 else eol
-        else:  # to the last line before the limit, that line's newline kept
-            cut = limit - 1 if text[limit - 1 : limit] == "\n" and limit - 1 > m.end() else limit
-        lines = text[start:cut].split("\n")
+        end = _line_end(text, m.end())
+        closed = _PEM_END.search(text, m.end(), end) is not None
+        while not closed and end < len(text):
+            after = _line_end(text, end + 1)
+            line = text[end + 1 : after]
+            closed = _PEM_END.search(line) is not None
+            if not closed and not _PEM_BODY.fullmatch(line):
+                break
+            end = after
+        lines = text[start:end].split("\n")
         marks = [ln[:1] if code and ln[:1] in ("+", "-", " ") else "" for ln in lines]
         out += (text[pos:start], "\n".join(f"{mark}{REDACTED}" for mark in marks))
-        pos = cut
+        pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
 
 
 # --- URLs ---------------------------------------------------------------------------------
@@ -301,7 +364,7 @@ _COMMANDS = _by_first_char(
     (
         # Authorization: Basic|Bearer|token VALUE, in a header, a dict, a curl -H
         ("AaPp", r"(?i:(?<=a)uthorization|(?<=p)roxy-authorization)[\"']?[ \t]{0,4}[:=][ \t]{0,4}"
-         rf"[fbr]?[\"']?(?:(?P<scheme>(?i:{_SCHEMES}))[ \t]{{1,4}})?"
+         rf"(?:[fbr]?[\"'])?(?:(?P<scheme>(?i:{_SCHEMES}))[ \t]{{1,4}})?"
          r"(?P<auth>[A-Za-z0-9._~+/=:\-]{1,4096})"),
         ("Bb", r"(?i:earer)[ \t]{1,4}(?P<bearer>[A-Za-z0-9._~+/\-]{16,4096}=*)"),
         ("Bb", r"(?i:asic)[ \t]{1,4}(?P<basic>[A-Za-z0-9+/]{4,1024}={0,2})(?![A-Za-z0-9+/=])"),
@@ -327,8 +390,6 @@ def _command(m: re.Match[str]) -> str:
     group = m.lastgroup
     assert group is not None
     value = m.group(group)
-    if group == "auth" and m.group("scheme") is None and value.lower() in _SCHEMES.split("|"):
-        return m.group(0)  # "Bearer {token}": the scheme alone, its value is code
     if not _command_secret(m, group, value):
         return m.group(0)
     start, end = m.span(group)
@@ -336,6 +397,11 @@ def _command(m: re.Match[str]) -> str:
 
 
 def _command_secret(m: re.Match[str], group: str, value: str) -> bool:
+    if group == "auth":  # no scheme: a raw key (random), else code or prose
+        after = m.string[m.end() : m.end() + 1]
+        if after in ("(", "[") or _is_reference(value):
+            return False
+        return _secret_value(value, 2 if m.group("scheme") else 1)
     if group == "basic":  # "Basic usage" is English; base64 of "user:pass" is a credential
         try:
             return b":" in base64.b64decode(value, validate=True)
@@ -344,10 +410,11 @@ def _command_secret(m: re.Match[str], group: str, value: str) -> bool:
     if group == "userpass":
         return not (m.group("user").isdigit() and value.isdigit())  # docker -u 1000:1000
     if group == "optval":  # the option with its dashes: --token names a secret, token may
-        strength = _strength(m.string[m.start() : m.end("opt")])
-        return strength > 0 and _secret_value(value, strength)
+        option = m.string[m.start() : m.end("opt")]
+        return _strength(option) > 0 and _secret_value(value, _strength(option), option)
     if group == "xml":
-        return _strength(m.group("tag")) > 0 and _secret_value(value, _strength(m.group("tag")))
+        tag = m.group("tag")
+        return _strength(tag) > 0 and _secret_value(value, _strength(tag), tag)
     return _secret_value(value, 2)
 
 
@@ -357,7 +424,7 @@ def _command_secret(m: re.Match[str], group: str, value: str) -> bool:
 # start is found by looking back from the word (monkey = … is no key).
 _KEY_REST = (
     r"[\w.\-]{0,48}(?P<close>[\"'`]?\]?)"
-    r"(?P<op>[ \t]{0,8}(?:=>|:=|\?=|===?|!==?|=|:)(?![=/:])[ \t]{0,8})"
+    r"(?P<op>[ \t]{0,8}(?:=>|:=|\?=|=|:)(?![=/:])[ \t]{0,8})"
 )
 # The word's first letter as a class: re jumps between its occurrences (see _by_first_char).
 _KEYWORD = re.compile(
@@ -369,11 +436,12 @@ _QUOTED = re.compile(
     r"""[fbru]{0,2}(?:"(?P<d>(?:[^"\\\n]|\\.){0,512})"|'(?P<s>(?:[^'\\\n]|\\.){0,512})'"""
     r"""|`(?P<b>[^`\n]{0,512})`)"""
 )
-_OPEN_QUOTE = re.compile(r"""[fbru]{0,2}["'`](?P<v>[^\n]{0,512})""")
 _TIGHT = re.compile(r"""[^\s,;&)\]}"'`<>]{1,512}""")  # NAME=value: to the first space
-_LOOSE = re.compile(r"""[^\n,;)\]}"'`<>]{1,512}""")  # name = value, name: value: to the end
+# name = value, name: value: to the end of the line (an apostrophe of "user's" included)
+_LOOSE = re.compile(r"""(?:[^\n,;)\]}"'`<>]|(?<=[A-Za-z])'(?=[A-Za-z])){1,512}""")
+# A literal after "or", "||", "??", ":-", "," or "=", up to the end of the line.
 _LATER_LITERAL = re.compile(
-    r"""(?:\bor\b|\|\||\?\?|,|=|:-)[ \t]{0,8}[fbr]{0,2}"""
+    r"""(?P<sep>\bor\b|\|\||\?\?|,|=|:-)[ \t]{0,8}[fbr]{0,2}"""
     r"""(?:"(?P<d>(?:[^"\\\n]|\\.){1,512})"|'(?P<s>(?:[^'\\\n]|\\.){1,512})')"""
 )
 
@@ -386,10 +454,12 @@ def _keywords(text: str) -> str:
         floor = max(done, start - 64)
         while start > floor and text[start - 1] in _NAME_CHARS:
             start -= 1
-        strength = _strength(text[start : m.start("close")])
+        key = text[start : m.start("close")]
         pos = m.end()
-        if strength:
-            edits, pos = _assignment(text, m, strength)
+        if _documented(text, start, key):
+            continue
+        if strength := _strength(key):
+            edits, pos = _assignment(text, m, strength, key)
             for a, b in edits:
                 out += (text[done:a], REDACTED)
                 done = b
@@ -397,40 +467,80 @@ def _keywords(text: str) -> str:
     return "".join(out)
 
 
-def _assignment(text: str, m: re.Match[str], strength: int) -> tuple[list[tuple[int, int]], int]:
+_DOC_FIELD = re.compile(
+    r":(?:param|arg|argument|ivar|cvar|var|type|keyword|kwarg)[ \t]+(?:\w+[ \t]+)?\Z"
+)
+
+
+def _documented(text: str, start: int, key: str) -> bool:
+    """``:param token: …`` and ``google.auth.Credentials: The …`` document a name or a type."""
+    if "." in key and re.fullmatch(r"(?:[A-Z][a-z]+)+", key.rsplit(".", 1)[-1]):
+        return True
+    return _DOC_FIELD.search(text, max(0, start - 40), start) is not None
+
+
+def _assignment(
+    text: str, m: re.Match[str], strength: int, key: str
+) -> tuple[list[tuple[int, int]], int]:
     """The spans of ``text`` to redact after the operator ``m`` ends with, and where to go
     on looking."""
     at = m.end()
     quoted = _QUOTED.match(text, at)
     if quoted is not None:
         group = next(g for g in ("d", "s", "b") if quoted.group(g) is not None)
-        a, b = quoted.span(group)
-        return ([(a, b)] if _secret_value(quoted.group(group), strength) else []), quoted.end()
-    opened = _OPEN_QUOTE.match(text, at)  # a quote not closed on its line
-    if opened is not None:
-        a, b = opened.span("v")
-        return ([(a, b)] if _secret_value(opened.group("v"), strength) else []), b
+        secret = _secret_value(quoted.group(group), strength, key)
+        return ([quoted.span(group)] if secret else []), quoted.end()
     tight = m.group("op") == "="  # NAME=value (shell, .env, a connection string): no spaces
     bare = (_TIGHT if tight else _LOOSE).match(text, at)
-    if bare is None:
+    if bare is None:  # nothing, or a quote that closes the string around "password: "
         return [], at
     value = bare.group(0)
     comment = min((i for i in (value.find(" #"), value.find("\t#")) if i >= 0), default=-1)
     value = (value[:comment] if comment >= 0 else value).rstrip()
+    end = at + len(value)
     if strength == 2 and _is_reference(value):
-        return _later_literals(text, at)
-    return ([(at, at + len(value))] if _secret_value(value, strength) else []), at + len(value)
+        return _later_literals(text, at, value, key)
+    if _code_word(text, value, end, tight) or not _secret_value(value, strength, key):
+        return [], end
+    return [(at, end)], end
 
 
-def _later_literals(text: str, at: int) -> tuple[list[tuple[int, int]], int]:
-    """``get_password() or "fallback"``, ``environ.get("X", "default")``: the literals a
-    computed secret falls back to, up to the end of the line."""
+def _code_word(text: str, value: str, end: int, tight: bool) -> bool:
+    """f(password=pw, …) passes a variable; "password: The password of the URL." is a
+    docstring. Neither holds a secret."""
+    if _IDENT.fullmatch(value) and text[end : end + 1] in (",", ")"):
+        return True  # an argument: a variable, or a parameter's type
+    if tight:
+        return False
+    words = value.split()
+    if len(words) < 2:
+        return False
+    expression = _IDENT.fullmatch(words[0]) is not None and _mentions_secret(words[0])
+    prose = len(words) > 3 and sum(w.lower() in _STOPWORDS for w in words) > 1
+    return expression or prose or value.endswith((".", ":")) or _mentions_secret(value)
+
+
+# Two of these in four words or more: English (a docstring), not a passphrase
+_STOPWORDS = _set("the of to a an in is are for this that be with if or and not it by on as from")
+
+
+def _later_literals(text: str, at: int, value: str, key: str) -> tuple[list[tuple[int, int]], int]:
+    """``get_password() or "fallback"``, ``environ.get("X", "default")``, ``token: str =
+    "…"``: the literals a computed or typed secret falls back to, up to the end of the line;
+    not a call's other arguments (``_from_dict(d, "service_credential")``)."""
     eol = text.find("\n", at)
     end = min(at + 512, len(text) if eol < 0 else eol)
+    getter = "get" in value.lower()
+    head = _IDENT.match(value)
+    typed = head is not None and (head.group(0).lower() in _TYPES or _class_name(head.group(0)))
+    default = text.find("=", at, end)  # token: str = "…": the default, not Field(alias="…")
     edits = []
     for lit in _LATER_LITERAL.finditer(text, at, end):
+        sep = lit.group("sep")
+        if (sep == "," and not getter) or (sep == "=" and not (typed and lit.start() == default)):
+            continue
         group = "d" if lit.group("d") is not None else "s"
-        if _secret_value(lit.group(group), 2):
+        if _secret_value(lit.group(group), 2, key):
             edits.append(lit.span(group))
     return edits, (edits[-1][1] if edits else at)
 

@@ -19,10 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from envguard import journal, lockfile
 from envguard.probes import code
-from envguard.redact import redact_argv, redact_text, strip_url_credentials
+from envguard.redact import redact, redact_argv, redact_data, redact_text, strip_url_credentials
 from tests.conftest import git
 from tests.project import Project, invoke
 
@@ -214,6 +216,18 @@ LOOKALIKES: dict[str, str] = {
     "uid-gid": "docker run -u 1000:1000 img\n",
     "learning-rate": "lr: 3e-4\n",
     "tokenizers-env": "TOKENIZERS_PARALLELISM=false\n",
+    # found by redacting 1.8 M lines of the libraries in envguard's own venv
+    "docstring": "    password: The password part of the URL.\n",
+    "sphinx-param": ":param consistency_token: the token to compare with\n",
+    "google-docstring": "google.oauth2.credentials.Credentials: The constructed credentials\n",
+    "type-annotation": "password: HiddenText | None = None\n",
+    "page-token": 'query["page_token"] = page_token\n',
+    "kwarg-variable": "client = Client(api_key=api_key, timeout=30)\n",
+    "enum-constant": 'OAUTH_CLIENT_CREDENTIALS = "OAUTH_CLIENT_CREDENTIALS"\n',
+    "prose-pass": "first pass: check every value\n",
+    "f-string": 'self.sas_token = f"?{sas_token}"\n',
+    "header-from-request": 'authorization = request.headers.get("Authorization")\n',
+    "credentials-path": "GOOGLE_APPLICATION_CREDENTIALS=/etc/gcp/service-account.json\n",
 }  # fmt: skip
 
 # argv as a shell splits it: the value is a word of its own after the option
@@ -343,6 +357,31 @@ def test_no_secret_reaches_the_journal_json_or_screen(project: Project) -> None:
         assert value not in everything, name
     entries = journal.read(journal.path_for(project.lock))
     assert entries[0].command[:1] == ("true",) and "--token" in entries[0].command
+
+
+_PIECES = [
+    *(_planted(n) for n in CORPUS), *LOOKALIKES.values(), "password", "token", "key", "=",
+    ":", " ", "\n", '"', "'", "https://", "@", "/", "?", "&", "-u ", "--token ", "<", ">",
+    "Bearer ", "Basic ", "+", "-", "\x00", "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----", "AKIA", "hf_", "Ab1" * 8,
+]  # fmt: skip
+_TEXT = st.lists(st.sampled_from(_PIECES) | st.text(max_size=8), max_size=30).map("".join)
+
+
+@settings(max_examples=300, suppress_health_check=list(HealthCheck), deadline=None)
+@given(texts=st.lists(_TEXT, max_size=6))
+def test_redaction_is_idempotent_keeps_lines_and_is_the_same_in_bulk(texts: list[str]) -> None:
+    """The lockfile is redacted again as a whole when written: that must change nothing the
+    probe redacted (its patch hash stands), and strings redacted together come out as each
+    alone."""
+    for text in texts:
+        once = redact(text)
+        assert redact(once) == once
+        assert once.count("\n") == text.count("\n") == redact(text, code=True).count("\n")
+    assert redact_data({"a": texts, "b": tuple(texts)}) == {
+        "a": [redact(t) for t in texts],
+        "b": tuple(redact(t) for t in texts),
+    }
 
 
 def test_error_lines_are_redacted(capsys: pytest.CaptureFixture[str]) -> None:
