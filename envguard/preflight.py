@@ -312,8 +312,9 @@ def predict(before: Snapshot, planned: Sequence[Planned]) -> Snapshot:
     torch = _torch_after(before.torch, planned, wheels)
     stack = _cuda_after(before.cuda, versions, wheels, torch.cuda if torch else None)
     builds = {b.name: b for b in before.torch_family}
-    for name in versions.keys() & builds.keys():
-        builds[name] = _planned_build(name, versions[name])
+    # torchvision, torchaudio, triton: the new ones as well as those replaced
+    family = set(catalog.BUILDS) - {catalog.TORCH}
+    builds.update({n: _planned_build(n, v) for n, v in versions.items() if n in family})
     key = dict(before.key_libraries)
     key.update({n: v for n, v in versions.items() if n in catalog.KEY_LIBRARIES})
     key.update({b.name: b.version for b in builds.values()})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ from envguard import preflight
 from envguard.demo.incident import _training_set
 from envguard.demo.wheels import build_wheel, cudart_header, cudnn_header, torch_version_py
 from tests.conftest import make_venv, offline_install, uv_install
-from tests.project import invoke
+from tests.project import Key, invoke
+
+UPGRADE = ("torch==2.14.1", "torchvision==0.29.2", "torchaudio==2.14.1")
 
 
 def _extension(house: Path, name: str, version: str, requires: list[str]) -> None:
@@ -145,6 +148,41 @@ def test_pip_reads_the_build_from_torchs_pins(tmp_path: Path, house: Path) -> No
     doc = _json("preflight", "--venv", str(venv), "--", *pip)
     assert _torch_reason(doc) == "would replace torch 2.13.0+cu130 with 2.14.1+cu130"
     assert _torch(doc)["why"].startswith("another release, CUDA build 13.0:")
+
+
+def _keys(doc: dict[str, Any]) -> list[Key]:
+    return sorted((c["severity"], c["area"], c["subject"]) for c in doc["changes"])
+
+
+@pytest.mark.parametrize(
+    ("journaled", "reqs"),
+    [
+        # requirements tie these together: one install group, journaled or not
+        (False, UPGRADE),
+        # accelerate is tied to none of them: only the journal makes the command one group,
+        # as a forecast's plan is
+        (True, (*UPGRADE, "accelerate==1.12.0")),
+    ],
+)
+def test_the_forecast_is_the_diff_the_install_leaves(
+    venv: Path, house: Path, journaled: bool, reqs: tuple[str, ...]
+) -> None:
+    """Forecast, install the same thing with uv, diff: the same changes, the torch-family
+    packages the install brings new (torchvision, torchaudio) included."""
+    assert invoke("snapshot", "--venv", str(venv))[0] == 0
+    forecast = _preflight(venv, house, *reqs)
+    if journaled:
+        code, out, err = invoke("run", "--venv", str(venv), "--", *offline_install(house, *reqs))
+        assert code == 0, out + err
+    else:
+        uv_install(venv, house, *reqs)
+    real = _json("diff", "--venv", str(venv))
+    assert _keys(forecast) == _keys(real), (_keys(forecast), _keys(real))
+    assert Counter(c["severity"] for c in forecast["changes"]) == Counter(
+        c["severity"] for c in real["changes"]
+    )
+    assert {"torchvision", "torchaudio"} <= {c["subject"] for c in forecast["changes"]}
+    assert _torch(forecast)["new"] == _torch(real)["new"] == "2.14.1+cu130"
 
 
 @pytest.mark.parametrize(
