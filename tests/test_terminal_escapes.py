@@ -79,18 +79,16 @@ def test_with_colour_on_envguard_s_own_colours_survive(project: Project, tmp_pat
 
 
 def test_restore_plan_shows_them_escaped(project: Project, tmp_path: Path) -> None:
-    """The plan names torch's index: a URL is refused with a control character in it, and
+    """The plan names the lock's venv: a path is refused with a control character in it, and
     still reaches the screen with a bidi override."""
     lock = _hostile(project, tmp_path / "hostile.envguard.toml")
     doc = tomllib.loads(lock.read_text(encoding="utf-8"))
-    doc["torch"]["index_url"] = "https://download.pytorch.org/whl/\u202ecu128"
+    doc["venv"]["path"] = str(tmp_path / "venv\u202eos.")
     lock.write_text(tomli_w.dumps(doc), encoding="utf-8")
     env = {**project.activated(), "NO_COLOR": None}
-    code, out, err = invoke(
-        "restore", str(lock), "--dry-run", "--rebuild", "--color", "always", env=env
-    )
+    code, out, err = invoke("restore", str(lock), "--dry-run", "--color", "always", env=env)
     assert code == 0, err
-    assert "https://download.pytorch.org/whl/\\u202ecu128" in _plain(out, err)
+    assert "venv\\u202eos." in _plain(out, err)
     assert out.startswith("\x1b[1mRestore plan\x1b[0m for ")
 
 
