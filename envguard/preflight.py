@@ -39,6 +39,7 @@ _CUDA_PIN = re.compile(
 )
 _CUDA_LABEL = re.compile(r"^cu(\d+)(\d)$")  # cu130 -> 13.0, cu128 -> 12.8
 _RUNTIME = "nvidia-cuda-runtime"
+_SUFFIX = re.compile(r"-cu(\d+)$")  # nvidia-cudnn-cu13: a wheel of CUDA 13
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -349,15 +350,25 @@ def _wheels_after(stack: CudaStack, versions: Mapping[str, str]) -> dict[str, st
     return dict(sorted({**stack.wheels, **planned}.items()))
 
 
-def wheels_cuda(wheels: Mapping[str, str]) -> str | None:
-    """The CUDA release (``13.0``) a set of nvidia wheels provides: its runtime wheel's, as
-    the CUDA probe picks it; None without one, or with runtimes of several CUDA majors (which
-    one torch loads is then torch's to say)."""
-    majors = {v.split(".")[0] for n, v in wheels.items() if n.startswith(_RUNTIME)}
-    if len(majors) != 1:
+def wheels_cuda(wheels: Mapping[str, str], major: str | None = None) -> str | None:
+    """The CUDA release (``13.0``) a set of nvidia wheels provides for CUDA ``major``: its
+    runtime wheel's, as the CUDA probe picks it. Without ``major``, the one major among the
+    runtime wheels; None without a runtime, or with several majors and none given."""
+    runtimes = {n: v for n, v in wheels.items() if n.startswith(_RUNTIME)}
+    majors = {v.split(".")[0] for v in runtimes.values()}
+    major = major or (next(iter(majors)) if len(majors) == 1 else None)
+    if major not in majors:
         return None
-    wheel = cuda_probe.owner(wheels, _RUNTIME, majors.pop())
-    return ".".join(wheels[wheel].split(".")[:2]) if wheel else None
+    wheel = cuda_probe.owner(runtimes, _RUNTIME, major)
+    return ".".join(runtimes[wheel].split(".")[:2]) if wheel else None
+
+
+def wheels_major(wheels: Mapping[str, str]) -> str | None:
+    """The one CUDA major a set of nvidia wheels is for, by their ``-cuNN`` suffixes and
+    runtime versions; None when they say none, or several."""
+    majors = {m.group(1) for n in wheels if (m := _SUFFIX.search(n))}
+    majors |= {v.split(".")[0] for n, v in wheels.items() if n.startswith(_RUNTIME)}
+    return next(iter(majors)) if len(majors) == 1 else None
 
 
 def _cuda_after(
@@ -404,13 +415,13 @@ def _torch_after(
 
 def _torch_cuda(mine: Planned, planned: Sequence[Planned], wheels: Mapping[str, str]) -> str | None:
     """The CUDA torch's version.py will say. PyPI's METADATA carries no +cuXXX, and uv's plan
-    no requirements: then the runtime wheel the install brings (what this torch requires),
-    else the one that stays."""
+    no requirements: then the runtime the venv will hold, of the CUDA major of the nvidia
+    wheels the install brings (those this torch requires) when they name one."""
     label = _CUDA_LABEL.match(local(mine.version) or "")
     if label:
         return f"{label.group(1)}.{label.group(2)}"
     brought = {p.name: p.version for p in planned if catalog.is_cuda_wheel(p.name)}
-    return _cuda_from_requires(mine.requires) or wheels_cuda(brought) or wheels_cuda(wheels)
+    return _cuda_from_requires(mine.requires) or wheels_cuda(wheels, wheels_major(brought))
 
 
 def _cuda_from_requires(requires: Sequence[str]) -> str | None:

@@ -72,6 +72,18 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "triton==3.7.0",
         ],
     )
+    # 2.13.0's very wheels: the plan holds torch alone
+    _extension(
+        house,
+        "torch",
+        "2.13.1",
+        [
+            "nvidia-cuda-runtime==13.0.96",
+            "nvidia-cudnn-cu13==9.19.0.56",
+            "nvidia-nccl-cu13==2.28.9",
+            "triton==3.6.0",
+        ],
+    )
     _extension(house, "torchvision", "0.29.2", ["torch==2.14.1", "numpy", "pillow"])
     _extension(house, "torchaudio", "2.14.1", ["torch==2.14.1"])
     build_wheel(house, "pillow", "12.0.0")
@@ -114,27 +126,37 @@ def _torch(doc: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def test_a_same_cuda_upgrade_keeps_its_cuda_build(venv: Path, house: Path) -> None:
+@pytest.mark.parametrize("torch", ["2.14.1", "2.13.1"])
+def test_a_same_cuda_upgrade_keeps_its_cuda_build(venv: Path, house: Path, torch: str) -> None:
     """uv's plan has no requirements and no runtime wheel (it stays): the wheel that stays
-    says torch 2.14.1 is the cu130 build, as its version.py will."""
+    says the new torch is the cu130 build, as its version.py will."""
+    doc = _preflight(venv, house, f"torch=={torch}")
+    assert _torch_reason(doc) == f"would replace torch 2.13.0+cu130 with {torch}+cu130"
+    change = _torch(doc)
+    assert (change["old"], change["new"]) == ("2.13.0+cu130", f"{torch}+cu130")
+    assert change["why"].startswith("another release, CUDA build 13.0:"), change["why"]
+
+
+def test_the_wheels_an_install_brings_pick_the_runtime_that_stays(venv: Path, house: Path) -> None:
+    """cu12 and cu13 runtimes both stay; the plan brings nvidia-cudnn-cu13 with torch: the
+    cu13 one is torch's."""
+    uv_install(venv, house, "nvidia-cuda-runtime-cu12==12.8.90")
     doc = _preflight(venv, house, "torch==2.14.1")
-    assert _torch_reason(doc) == "would replace torch 2.13.0+cu130 with 2.14.1+cu130"
-    torch = _torch(doc)
-    assert (torch["old"], torch["new"]) == ("2.13.0+cu130", "2.14.1+cu130")
-    assert torch["why"].startswith("another release, CUDA build 13.0:"), torch["why"]
+    assert _torch(doc)["new"] == "2.14.1+cu130"
+    assert "CUDA runtime" not in {c["subject"] for c in doc["changes"]}
 
 
 def test_a_build_that_cannot_be_known_is_unknown_never_cpu(venv: Path, house: Path) -> None:
-    """With cu12 and cu13 runtime wheels both staying, the plan cannot tell which CUDA the
-    new torch is built for: the forecast says unknown, in one place, and never cpu."""
+    """cu12 and cu13 runtimes both stay and the plan holds torch alone: which CUDA the new
+    torch is built for cannot be known. The forecast says unknown, once, and never cpu."""
     uv_install(venv, house, "nvidia-cuda-runtime-cu12==12.8.90")
-    doc = _preflight(venv, house, "torch==2.14.1")
-    torch = _torch(doc)
-    assert torch["new"] == "2.14.1"
-    assert "CUDA build 13.0 → unknown:" in torch["why"], torch["why"]
-    assert _torch_reason(doc) == "would replace torch 2.13.0+cu130 with 2.14.1"
+    doc = _preflight(venv, house, "torch==2.13.1")
+    change = _torch(doc)
+    assert change["new"] == "2.13.1"
+    assert "CUDA build 13.0 → unknown:" in change["why"], change["why"]
+    assert doc["reasons"] == ["would replace torch 2.13.0+cu130 with 2.13.1"]
     code, out, _ = invoke(
-        "preflight", "--venv", str(venv), "--", *offline_install(house, "torch==2.14.1")
+        "preflight", "--venv", str(venv), "--", *offline_install(house, "torch==2.13.1")
     )
     assert code == 1 and "cpu" not in out and out.count("unknown") == 1, out
 
@@ -199,3 +221,13 @@ def test_the_forecast_is_the_diff_the_install_leaves(
 )
 def test_which_cuda_a_set_of_wheels_provides(wheels: dict[str, str], cuda: str | None) -> None:
     assert preflight.wheels_cuda(wheels) == cuda
+
+
+def test_a_major_picks_among_runtimes() -> None:
+    both = {"nvidia-cuda-runtime-cu12": "12.8.90", "nvidia-cuda-runtime": "13.0.96"}
+    assert preflight.wheels_cuda(both, "13") == "13.0"
+    assert preflight.wheels_cuda(both, "12") == "12.8"
+    assert preflight.wheels_cuda(both, "11") is None
+    assert preflight.wheels_major({"nvidia-cudnn-cu13": "9.20.0.48"}) == "13"
+    assert preflight.wheels_major({"nvidia-cudnn-cu13": "9", "nvidia-nccl-cu12": "2"}) is None
+    assert preflight.wheels_major({"nvidia-cublas": "13.1.0.3"}) is None
