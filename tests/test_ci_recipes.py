@@ -1,14 +1,22 @@
-"""The CI recipes in docs/ci/ run as written: every shell step, in a project laid out as
-users lay it out, with envguard and uv on PATH. ``pip install envguard`` is the one step not
-run (this checkout's envguard is the one under test). The package index is replaced by the
-session's wheelhouse through uv's own settings (``UV_OFFLINE``, ``UV_FIND_LINKS``), as an
-air-gapped runner with a wheel mirror would set them."""
+"""The CI recipes in docs/ci/ run as a CI runner meets them: each job in a fresh clone of a
+project laid out as users lay it out (``actions/checkout``), with the runner's own Python
+(``actions/setup-python``, the image's python3) and not the lock's (``UV_PYTHON``, another
+version: GitLab's ``python3.12`` image against a lock of this interpreter), and every shell
+step as written, the install line included: envguard-ml's wheel, built from this checkout
+and committed to the project's ``wheels/`` as the recipes say until it is on the index.
+
+Offline (tests/runner.py): pip gets ``PIP_NO_INDEX`` and finds envguard's dependencies
+already on the runner; uv its own ``UV_OFFLINE`` and ``UV_FIND_LINKS`` (the session's
+wheelhouse), as an air-gapped runner with a wheel mirror would set them.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,50 +24,118 @@ import pytest
 from envguard.demo import incident
 from tests.conftest import uv_bin
 from tests.project import Project
+from tests.runner import WHEEL, build_wheel, pip_env, runner_python
 
 yaml = pytest.importorskip("yaml")  # PyYAML, which pre-commit brings with the test extras
 RECIPES = Path(__file__).resolve().parents[1] / "docs" / "ci"
+INSTALL = f"pip install wheels/{WHEEL}"  # until envguard-ml is on the index
 
 
-def _steps(recipe: str) -> dict[str, list[str]]:
+@dataclass
+class Job:
+    name: str
+    lines: list[str]  # the shell steps, in order
+    uses: list[str]  # the actions a GitHub job uses; a GitLab job's image
+
+
+def _jobs(recipe: str) -> list[Job]:
     doc = yaml.safe_load((RECIPES / recipe).read_text())
     if recipe.startswith("github"):
-        return {
-            name: [s["run"] for s in job["steps"] if "run" in s]
+        return [
+            Job(name, [s["run"] for s in job["steps"] if "run" in s],
+                [s["uses"].split("@")[0] for s in job["steps"] if "uses" in s])
             for name, job in doc["jobs"].items()
-        }
-    return {name: list(job["script"]) for name, job in doc.items() if "script" in job}
+        ]  # fmt: skip
+    return [
+        Job(name, list(job["script"]), [job.get("image", "")])
+        for name, job in doc.items()
+        if "script" in job
+    ]
 
 
-def _run(project: Project, line: str, house: Path) -> subprocess.CompletedProcess[str]:
-    bins = os.pathsep.join((str(Path(sys.executable).parent), str(Path(uv_bin()).parent)))
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env.update(PATH=f"{bins}{os.pathsep}{env['PATH']}", UV_OFFLINE="1",
-               UV_FIND_LINKS=str(house), NO_COLOR="1")  # fmt: skip
-    return subprocess.run(["bash", "-ec", line], cwd=project.root, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture
+def training(project: Project, wheel: Path) -> Project:
+    """The project with envguard's wheel committed to ``wheels/``, then the lock."""
+    (project.root / "wheels").mkdir()
+    shutil.copy2(wheel, project.root / "wheels")
+    project.commit("envguard's wheel, until envguard-ml is on the index", "wheels")
+    project.snapshot()
+    project.commit("lock the known-good environment", "lockfiles")
+    return project
+
+
+def _other_python() -> str:
+    """A Python version that is not this one's, as a runner image's default."""
+    return "3.12" if sys.version_info[:2] != (3, 12) else "3.13"
+
+
+class Runner:
+    """One job's machine: a fresh checkout, the runner's Python, uv when the job sets it up."""
+
+    def __init__(self, tmp: Path, project: Project, house: Path, job: Job) -> None:
+        self.checkout = tmp / job.name
+        subprocess.run(["git", "clone", "-q", str(project.root), str(self.checkout)], check=True)
+        self.bin = runner_python(tmp / f"{job.name}-python")
+        dirs = [str(self.bin)]
+        if any("uv" in used for used in job.uses):  # astral-sh/setup-uv, the uv image
+            dirs.append(str(Path(uv_bin()).parent))
+        # none of this machine's envguard commands: the job's comes from its install line
+        path = [d for d in os.environ["PATH"].split(os.pathsep) if not Path(d, "envguard").exists()]
+        self.env = pip_env()
+        self.env.update(PATH=os.pathsep.join([*dirs, *path]), UV_OFFLINE="1",
+                        UV_FIND_LINKS=str(house), NO_COLOR="1")  # fmt: skip
+
+    def run(self, line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-ec", line], cwd=self.checkout, env=self.env,
+                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+
+    def run_job(self, job: Job) -> None:
+        for line in job.lines:
+            done = self.run(line)
+            assert done.returncode == 0, (job.name, line, done.stdout, done.stderr)
+
+
+def _python_of(venv: Path) -> str:
+    code = "import platform; print(platform.python_version())"
+    return subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
 
 
 @pytest.mark.parametrize("recipe", ["github-actions.yml", "gitlab-ci.yml"])
 def test_the_ci_recipes_run_as_written(
-    recipe: str, project: Project, house: Path, sglang_house: Path
+    recipe: str, training: Project, house: Path, sglang_house: Path, tmp_path: Path
 ) -> None:
-    project.snapshot()
-    project.commit("lock the known-good environment", "lockfiles")
-    jobs = _steps(recipe)
-    assert len(jobs) == 2
-    for name, lines in jobs.items():
-        for line in lines:
-            if line == "pip install envguard":
-                continue
-            done = _run(project, line, house)
-            assert done.returncode == 0, (name, line, done.stdout, done.stderr)
-    built = project.root / ".venv-ci" / "bin" / "python"
-    version = subprocess.run([str(built), "-c", "import torch.version as v; print(v.__version__)"],
-                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    assert version == "2.11.0+cu128"  # the lock's build, from the lock
+    jobs = _jobs(recipe)
+    assert len(jobs) == 2 and all(job.lines[0] == INSTALL for job in jobs)
+    gate, build = sorted(jobs, key=lambda job: "gate" not in job.name)
+    built = Runner(tmp_path, training, house, build)
+    built.run_job(build)
+    assert built.run(build.lines[-1]).stdout.strip() == "2.11.0+cu128"  # the lock's torch
+    checker = Runner(tmp_path, training, house, gate)
+    checker.run_job(gate)
+    assert (checker.bin / "envguard").is_file()  # the install line's envguard ran the gate
     # and the gate fails once the training venv drifts
-    incident.swap_in_sglang(project.venv, sglang_house)
-    gate = next(line for line in jobs[next(iter(jobs))] if line.startswith("envguard diff"))
-    done = _run(project, gate, house)
-    assert done.returncode == 1 and "2.11.0+cu130" in done.stdout
+    incident.swap_in_sglang(training.venv, sglang_house)
+    done = checker.run(next(line for line in gate.lines if line.startswith("envguard diff")))
+    assert done.returncode == 1 and "2.11.0+cu130" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_install_line_installs_envguard_ml_from_the_wheel(
+    training: Project, house: Path, tmp_path: Path
+) -> None:
+    """The line the recipes share: the distribution is envguard-ml, the command envguard."""
+    runner = Runner(tmp_path, training, house, Job("install", [INSTALL], []))
+    runner.run_job(Job("install", [INSTALL], []))
+    python = runner.bin / "python"
+    name = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
+                           "print(m.distribution('envguard-ml').metadata['Name'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    assert name == "envguard-ml"
+    done = runner.run("envguard --version")
+    assert done.returncode == 0 and done.stdout.startswith("envguard"), done.stderr
+    assert shutil.which("envguard", path=runner.env["PATH"]) == str(runner.bin / "envguard")
