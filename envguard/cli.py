@@ -531,10 +531,11 @@ def tool_list(venv: Path | None, as_json: bool) -> None:
 @_common
 def tool_path(name: str, venv: Path | None) -> None:
     """Print tool NAME's venv path, for scripts: $(envguard tool path NAME)/bin/python."""
+    from envguard import _term
     from envguard.commands import tools as command
 
     with _errors():
-        click.echo(command.path(_config(), name, venv=venv))
+        click.echo(_term.visible(str(command.path(_config(), name, venv=venv))))
 
 
 class _CommandAfter(click.Command):

@@ -87,7 +87,11 @@ def guard(
     if failing:
         message = _message(failing, everyone, locked)
         if ranks and mine["rank"] == 0:
-            print(message, file=sys.stderr, flush=True)
+            from envguard import _term
+            from envguard.redact import redact
+
+            # hosts and values come from every rank's lock and environment: text, no secret
+            print(_term.visible(redact(message)), file=sys.stderr, flush=True)
         raise DriftError(message)
     return report
 

@@ -8,11 +8,15 @@ null too).
 from __future__ import annotations
 
 import json
+import re
 
 from envguard import __version__, results
 from envguard.redact import redact_data
 
 SCHEMA = 1
+# json.dumps escapes C0 controls; DEL, C1 and the bidi overrides would reach a terminal that
+# shows the JSON (a CI log) raw. They occur only inside strings, where \uXXXX is the same text.
+_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 class Json:
@@ -27,4 +31,5 @@ class Json:
             "result": None if error is not None else result.to_dict(),
             "error": error,
         }
-        return json.dumps(redact_data(doc), indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps(redact_data(doc), indent=2, ensure_ascii=False)
+        return _RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
