@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from envguard import lockfile
 from envguard.demo import incident
 from tests.conftest import uv_bin
 from tests.project import Project
@@ -89,6 +90,7 @@ class Runner:
         self.env = pip_env()
         self.env.update(PATH=os.pathsep.join([*dirs, *path]), UV_OFFLINE="1",
                         UV_FIND_LINKS=str(house), NO_COLOR="1")  # fmt: skip
+        self.env["UV_PYTHON"] = _other_python()  # the image's python3, not the lock's
 
     def run(self, line: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["bash", "-ec", line], cwd=self.checkout, env=self.env,
@@ -115,6 +117,8 @@ def test_the_ci_recipes_run_as_written(
     gate, build = sorted(jobs, key=lambda job: "gate" not in job.name)
     built = Runner(tmp_path, training, house, build)
     built.run_job(build)
+    # the lock's Python, not the runner's: its pins are built for it
+    assert _python_of(built.checkout / ".venv-ci") == lockfile.read(training.lock).python.version
     assert built.run(build.lines[-1]).stdout.strip() == "2.11.0+cu128"  # the lock's torch
     checker = Runner(tmp_path, training, house, gate)
     checker.run_job(gate)
@@ -139,3 +143,15 @@ def test_the_install_line_installs_envguard_ml_from_the_wheel(
     done = runner.run("envguard --version")
     assert done.returncode == 0 and done.stdout.startswith("envguard"), done.stderr
     assert shutil.which("envguard", path=runner.env["PATH"]) == str(runner.bin / "envguard")
+
+
+@pytest.mark.parametrize("recipe", ["github-actions.yml", "gitlab-ci.yml"])
+def test_a_pylock_without_the_locks_python_stops_the_job(recipe: str, tmp_path: Path) -> None:
+    """Not a venv of the runner's Python: uv takes ``--python ""`` for no request at all."""
+    line = next(ln for job in _jobs(recipe) for ln in job.lines if "uv venv" in ln)
+    (tmp_path / "pylock.toml").write_text('lock-version = "1.0"\ncreated-by = "uv"\n')
+    env = {**os.environ, "PATH": f"{Path(uv_bin()).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-ec", line], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert done.returncode != 0 and "pylock.toml names no Python" in done.stderr
+    assert not (tmp_path / ".venv-ci").exists()
