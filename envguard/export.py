@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import tomli_w
 
@@ -19,7 +23,9 @@ from envguard import restore
 from envguard import uv as uv_backend
 from envguard._fs import atomic_write
 from envguard.errors import EnvguardError
-from envguard.model import Snapshot
+from envguard.model import Distribution, Snapshot
+
+_ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar")
 
 
 def pylock(lock: Snapshot, overrides: restore.Overrides, *, resolve: bool) -> bytes:
@@ -28,6 +34,7 @@ def pylock(lock: Snapshot, overrides: restore.Overrides, *, resolve: bool) -> by
             "a pylock needs wheel URLs and hashes: pass --resolve to ask the "
             "inferred indexes, or --find-links / --index-url"
         )
+    lock = _shippable(lock, overrides.find_links)
     the_plan = restore.plan(lock, Path(lock.venv.path), None, overrides)
     if the_plan.skipped:
         raise EnvguardError(f"cannot export: {'; '.join(the_plan.skipped)}")
@@ -42,6 +49,72 @@ def pylock(lock: Snapshot, overrides: restore.Overrides, *, resolve: bool) -> by
     data = tomli_w.dumps(doc).encode()
     validate(data)
     return data
+
+
+def _shippable(lock: Snapshot, find_links: Sequence[str]) -> Snapshot:
+    """The lock with each package installed from a local folder (editable or not) pinned to
+    its wheel in a --find-links folder: a pylock's ``directory`` would name the folder by
+    this machine's path, which no runner has. Without that wheel, a refusal saying so."""
+    local = {d.name: (d, path) for d in lock.packages if (path := _local_folder(d)) is not None}
+    if not local:
+        return lock
+    wheels = {name: _wheel_in(find_links, d) for name, (d, _) in local.items()}
+    missing = [(d, path) for name, (d, path) in local.items() if wheels[name] is None]
+    if missing:
+        raise EnvguardError(_unshippable(missing, find_links))
+    packages = tuple(
+        replace(d, direct_url=wheel.as_uri(), editable=False)
+        if (wheel := wheels.get(d.name)) is not None
+        else d
+        for d in lock.packages
+    )
+    return replace(lock, packages=packages)
+
+
+def _local_folder(dist: Distribution) -> Path | None:
+    """The folder a package was installed from (``file:`` and not an archive), if one."""
+    url = dist.direct_url or ""
+    if not url.startswith("file:"):
+        return None
+    path = _path(url)
+    if dist.editable or path.is_dir() or not path.name.endswith(_ARCHIVES):
+        return path
+    return None
+
+
+def _path(location: str) -> Path:
+    """A local path, given as one or as a ``file:`` URL (file:///my%20wheels)."""
+    return (
+        Path(url2pathname(urlsplit(location).path))
+        if location.startswith("file:")
+        else Path(location)
+    )
+
+
+def _wheel_in(find_links: Sequence[str], dist: Distribution) -> Path | None:
+    """A wheel of exactly this name and version in one of the local --find-links folders."""
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
+    folders = [_path(f) for f in find_links if "://" not in f or f.startswith("file:")]
+    for wheel in (w for f in folders if f.is_dir() for w in sorted(f.glob("*.whl"))):
+        try:
+            name, version, _, _ = parse_wheel_filename(wheel.name)
+            if name == canonicalize_name(dist.name) and version == Version(dist.version):
+                return wheel.absolute()
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+    return None
+
+
+def _unshippable(missing: Sequence[tuple[Distribution, Path]], find_links: Sequence[str]) -> str:
+    named = ", ".join(f"{d.name} {d.version} ({path})" for d, path in missing)
+    where = f"no such wheel in --find-links {', '.join(find_links)}; " if find_links else ""
+    return (
+        f"cannot export {named}: installed from a local folder, which a pylock names by this "
+        f"machine's path; {where}build the wheel (`pip wheel --no-deps -w wheels "
+        f"{missing[0][1]}`) and pass --find-links wheels"
+    )
 
 
 def check_name(path: Path) -> None:
