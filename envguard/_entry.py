@@ -1,9 +1,6 @@
-"""What every run of the command line shares, parsed by click or not: the common options'
-state (:class:`Ui`), the one error boundary, printing a result with its exit code, and the
-commands both parsers run (``snapshot``, ``diff``) from their keywords.
-
-It imports neither click nor the core: ``cli.py`` and the click-free hot path
-(:mod:`envguard._fastpath`) both stand on it, so they cannot differ in what they print.
+"""What every run of the command line shares: the common options' state (:class:`Ui`), the
+one error boundary, printing a result with its exit code, and ``snapshot`` and ``diff`` from
+their parsed keywords. It imports neither click nor the core: ``cli.py`` stands on it.
 """
 
 from __future__ import annotations
@@ -59,7 +56,7 @@ def config(**flags: Any) -> Config:
 
 
 def snapshot(kw: dict[str, Any]) -> None:
-    """``envguard snapshot`` from its parsed keywords (click's or the hot path's), and exit."""
+    """``envguard snapshot`` from its parsed keywords, and exit."""
     from envguard.commands import snapshot as command
 
     cfg = config()
@@ -71,7 +68,7 @@ def snapshot(kw: dict[str, Any]) -> None:
 
 
 def diff(kw: dict[str, Any]) -> None:
-    """``envguard diff`` from its parsed keywords (click's or the hot path's), and exit."""
+    """``envguard diff`` from its parsed keywords, and exit."""
     from envguard.commands import diff as command
 
     view = {"expand": kw.pop("expand", False), "show_patch": kw.pop("show_patch", False)}
