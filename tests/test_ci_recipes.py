@@ -155,3 +155,23 @@ def test_a_pylock_without_the_locks_python_stops_the_job(recipe: str, tmp_path: 
                           text=True, check=False)  # fmt: skip
     assert done.returncode != 0 and "pylock.toml names no Python" in done.stderr
     assert not (tmp_path / ".venv-ci").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="#20: the line comes from envguard/probes/venv.py (locate) through targets.py, "
+    "outside the recipes' change; reported back",
+)
+def test_a_fresh_checkout_without_the_venv_says_what_to_do(
+    training: Project, tmp_path: Path
+) -> None:
+    """A clone of a project whose config names ``.venv``, on a machine without that venv."""
+    training.write("envguard.toml", 'venv = ".venv"\n')
+    training.commit("the venv's place", "envguard.toml")
+    clone = tmp_path / "fresh"
+    subprocess.run(["git", "clone", "-q", str(training.root), str(clone)], check=True)
+    env = {**pip_env(), "NO_COLOR": "1"}
+    done = subprocess.run([sys.executable, "-m", "envguard", "diff"], cwd=clone, env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 2 and "no such directory" not in done.stderr, done.stderr
+    assert "envguard restore" in done.stderr, done.stderr  # build it from the lock
