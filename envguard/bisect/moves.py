@@ -1,0 +1,347 @@
+"""The drift between GOOD (what a lock recorded) and BAD (the live environment), cut into
+moves: facts a trial applies to GOOD, or not. Pure: two snapshots in, moves out.
+
+- the torch family is one move: torch, its Triton, its nvidia-* wheels, torchvision and
+  torchaudio (they are built for each other), with what they brought;
+- every other package that changed, arrived or went is a move of its own, unless it came
+  with another one that requires it (an edge of the requirement graph, as diff's install
+  groups read it): then it moves with that one, with each one that brought it. Key
+  libraries (transformers, sglang...) are always moves of their own, by name;
+- the code: the uncommitted patch (untracked files included) is one move, the commits
+  since the lock's HEAD another;
+- each compile cache torch or Triton finds through a variable: warm (the lock's saved
+  archive) or as it is now;
+- each training-relevant environment variable that differs.
+
+Moves are named as diff names the changes: ``kind`` is the area, ``subject`` the package,
+cache, variable or part of the code.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from envguard import catalog, grouping
+from envguard.model import CodeState, Distribution, Record, Snapshot
+from envguard.redact import REDACTED
+from envguard.versions import same
+
+KINDS = ("torch", "libraries", "packages", "code", "caches", "env")
+PATCH = "uncommitted patch"
+HEAD = "git HEAD"
+# The cache a trial points torch and Triton at through these: which folder they name is the
+# cache's move, not a variable's.
+CACHE_VARS = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TRITON_HOME"})
+CACHE_SUBJECTS = {"inductor": "Inductor cache", "triton": "Triton cache"}
+# Installer settings: trials are built by envguard's uv, whatever these say.
+_INSTALLER = ("UV_", "PIP_")
+_FIX_NAMES = 8  # more packages than this: `envguard restore` says it shorter
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class Move(Record):
+    """One fact of the drift, applied to GOOD or not."""
+
+    kind: str  # diff's area: torch, libraries, packages, code, caches, env
+    subject: str  # the package, cache, variable, or PATCH / HEAD
+    old: str  # as GOOD has it
+    new: str  # as BAD has it
+    members: tuple[str, ...] = ()  # a package move: every package it moves, its own first
+
+    @property
+    def label(self) -> str:
+        """The move in a list of moves: its subject, and how many packages come with it."""
+        more = len(self.members) - 1
+        return f"{self.subject} (+{more})" if more > 0 else self.subject
+
+
+@dataclass(frozen=True, kw_only=True)
+class Derived:
+    moves: tuple[Move, ...]
+    notes: tuple[str, ...] = ()  # facts that differ but cannot be moved, and why
+
+
+def derive(good: Snapshot, bad: Snapshot, *, warm: Iterable[str] = ()) -> Derived:
+    """The moves from ``good`` to ``bad``; ``warm``: the cache kinds the lock's archive
+    holds, which a trial can have as GOOD had them."""
+    notes: list[str] = []
+    moves = [
+        *package_moves(good, bad),
+        *_code_moves(good.code, bad.code, notes),
+        *_cache_moves(good, bad, frozenset(warm), notes),
+        *_env_moves(good, bad, notes),
+    ]
+    notes += _unmovable(good, bad)
+    order = {k: i for i, k in enumerate(KINDS)}
+    return Derived(moves=tuple(sorted(moves, key=lambda m: (order[m.kind], m.subject))),
+                   notes=tuple(notes))  # fmt: skip
+
+
+# --- packages ---------------------------------------------------------------------------------
+
+
+def in_family(name: str) -> bool:
+    """torch, its extensions, its Triton and its CUDA wheels: one build, one move."""
+    return name in catalog.BUILDS or catalog.is_cuda_wheel(name)
+
+
+def package_moves(good: Snapshot, bad: Snapshot) -> list[Move]:
+    was, now = good.versions(), bad.versions()
+    a = {d.name: d for d in good.packages}
+    b = {d.name: d for d in bad.packages}
+    changed = sorted(n for n in a.keys() & b.keys() if not same(was[n], now[n]))
+    added, removed = sorted(b.keys() - a.keys()), sorted(a.keys() - b.keys())
+    moving = sorted({*added, *changed, *removed})
+    if not moving:
+        return []
+    brought = _brought(a, b, added, changed, removed, was, now)
+    family = [n for n in moving if in_family(n)]
+    pulled = {dep for deps in brought.values() for dep in deps}
+    roots = {
+        n for n in moving
+        if not in_family(n) and (n in catalog.KEY_LIBRARIES or n not in pulled)
+    }  # fmt: skip
+    groups: list[tuple[str, set[str]]] = []
+    if family:
+        head = catalog.TORCH if catalog.TORCH in family else family[0]
+        groups.append((head, _reach(family, brought, stop=roots)))
+    others = roots | set(family)
+    groups += [(r, _reach([r], brought, stop=others - {r})) for r in sorted(roots)]
+    seen = set().union(*(g for _, g in groups))
+    for name in moving:  # a cycle that nothing outside it brought: its first name leads it
+        if name not in seen:
+            groups.append((name, _reach([name], brought, stop=others)))
+            seen |= groups[-1][1]
+    return [_package_move(head, members, was, now) for head, members in groups]
+
+
+def _brought(
+    a: Mapping[str, Distribution],
+    b: Mapping[str, Distribution],
+    added: list[str],
+    changed: list[str],
+    removed: list[str],
+    was: Mapping[str, str],
+    now: Mapping[str, str],
+) -> dict[str, set[str]]:
+    """requirer → the packages its install brought, as diff's install groups read the
+    requirement graph: on BAD's side for what arrived or changed, and, read the other way,
+    on GOOD's side for what went (it came with a package that required it then)."""
+    out: dict[str, set[str]] = {}
+    sides = (
+        ([b[n] for n in added], [b[n] for n in changed], {n: was[n] for n in changed}),
+        ([a[n] for n in removed], [a[n] for n in changed], {n: now[n] for n in changed}),
+    )
+    for arrived, moved, before in sides:
+        for group in grouping.install_groups(arrived, moved, before):
+            for requirer, dep, _ in group.edges:
+                out.setdefault(requirer, set()).add(dep)
+    return out
+
+
+def _reach(start: Iterable[str], brought: Mapping[str, set[str]], stop: set[str]) -> set[str]:
+    """``start`` and what it brought, transitively; a package that is a move of its own
+    (``stop``) is not entered."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(d for d in brought.get(name, ()) if d not in stop)
+    return seen
+
+
+def _package_move(
+    head: str, members: set[str], was: Mapping[str, str], now: Mapping[str, str]
+) -> Move:
+    kind = "packages"
+    if in_family(head):
+        kind = "torch"
+    elif head in catalog.KEY_LIBRARIES:
+        kind = "libraries"
+    return Move(
+        kind=kind,
+        subject=head,
+        old=was.get(head, "absent"),
+        new=now.get(head, "absent"),
+        members=(head, *sorted(members - {head})),
+    )
+
+
+def trial_packages(good: Snapshot, bad: Snapshot, applied: Iterable[Move]) -> Snapshot:
+    """GOOD with the applied package moves' packages as BAD has them (or gone), and torch's
+    builds taken from the side each comes from: the lock a trial's venv is built from."""
+    from dataclasses import replace
+
+    names = {n for m in applied if m.kind in ("torch", "libraries", "packages")
+             for n in m.members}  # fmt: skip
+    side = {d.name: d for d in good.packages if d.name not in names}
+    side.update({d.name: d for d in bad.packages if d.name in names})
+    builds = {x.name: x for x in (good.torch, *good.torch_family) if x and x.name not in names}
+    builds.update({x.name: x for x in (bad.torch, *bad.torch_family) if x and x.name in names})
+    return replace(
+        good,
+        packages=tuple(side[n] for n in sorted(side)),
+        torch=builds.get(catalog.TORCH) if catalog.TORCH in side else None,
+        torch_family=tuple(builds[n] for n in sorted(builds) if n != catalog.TORCH and n in side),
+    )
+
+
+# --- code ---------------------------------------------------------------------------------------
+
+
+def _code_moves(good: CodeState | None, bad: CodeState | None, notes: list[str]) -> list[Move]:
+    if good is None or bad is None:
+        if good is None and bad is not None:
+            notes.append("the lock recorded no repository: every trial runs the code as it is")
+        return []
+    out = []
+    if good.head != bad.head:
+        ahead = f" ({len(bad.since.files)} files)" if bad.since and bad.since.found else ""
+        out.append(Move(kind="code", subject=HEAD, old=good.head[:12], new=bad.head[:12] + ahead))
+    if dirty_files(good) != dirty_files(bad):
+        out.append(Move(kind="code", subject=PATCH, old=patch_state(good), new=patch_state(bad)))
+    return out
+
+
+def dirty_files(code: CodeState) -> frozenset[tuple[str, str]]:
+    """What the uncommitted patch holds, file by file, by content: (path, blob id) of each
+    changed and untracked file that is the training code's, not envguard's."""
+    files = {(f.path, f.blob or f.sha256) for f in code.changed}
+    files |= {(u.path, u.blob or str(u.size)) for u in code.untracked}
+    return frozenset(f for f in files if not code.is_own(f[0]))
+
+
+def patch_state(code: CodeState) -> str:
+    """``clean``, or ``+3 −1 in model.py``, ``+9 −4 in 3 files, 1 untracked``."""
+    changed = [f for f in code.changed if not code.is_own(f.path)]
+    untracked = [u for u in code.untracked if not code.is_own(u.path)]
+    if not changed and not untracked:
+        return "clean"
+    parts = []
+    if changed:
+        added = sum(max(f.added, 0) for f in changed)
+        removed = sum(max(f.removed, 0) for f in changed)
+        where = changed[0].path if len(changed) == 1 else f"{len(changed)} files"
+        parts.append(f"+{added} −{removed} in {where}")
+    if untracked:
+        parts.append(f"{len(untracked)} untracked")
+    return ", ".join(parts)
+
+
+# --- caches -------------------------------------------------------------------------------------
+
+
+def _cache_moves(
+    good: Snapshot, bad: Snapshot, warm: frozenset[str], notes: list[str]
+) -> list[Move]:
+    from envguard.drift import caches
+
+    by_subject: dict[str, Move] = {}
+    for change in caches.changes(good, bad):
+        kind = next((k for k, s in CACHE_SUBJECTS.items() if s == change.subject), None)
+        if kind is None:  # a custom cache: its folder is fixed, no trial can have its own
+            notes.append(
+                f"{change.subject}: {change.old} → {change.new}; its folder is the one the "
+                "code names, so every trial reads it as it is"
+            )
+        elif kind not in warm:
+            notes.append(
+                f"{change.subject}: {change.old} → {change.new}, but the lock saved no copy "
+                "(envguard snapshot --save-cache): every trial has it as it is now"
+            )
+        elif change.subject not in by_subject:  # moved and cold: one cache, one move
+            by_subject[change.subject] = Move(
+                kind="caches", subject=change.subject, old=change.old, new=change.new
+            )
+    return list(by_subject.values())
+
+
+def cache_kind(move: Move) -> str:
+    return next(k for k, s in CACHE_SUBJECTS.items() if s == move.subject)
+
+
+def saved_caches(good: Snapshot) -> frozenset[str]:
+    """The cache kinds ``snapshot --save-cache`` archived with this lock: every one that
+    existed with files."""
+    return frozenset(c.kind for c in good.caches if c.exists and c.files and c.kind != "custom")
+
+
+# --- environment --------------------------------------------------------------------------------
+
+
+def _env_moves(good: Snapshot, bad: Snapshot, notes: list[str]) -> list[Move]:
+    from envguard.drift import env
+
+    out = []
+    for change in env.changes(good, bad):
+        name = change.subject
+        if name in CACHE_VARS or name.startswith(_INSTALLER):
+            continue
+        if REDACTED in change.old:
+            notes.append(
+                f"{name}: the lock redacted its value, so GOOD cannot have it: every trial "
+                "has it as it is now"
+            )
+            continue
+        out.append(Move(kind="env", subject=name, old=change.old, new=change.new))
+    return out
+
+
+# --- what cannot move ---------------------------------------------------------------------------
+
+
+def _unmovable(good: Snapshot, bad: Snapshot) -> Iterator[str]:
+    if good.python.version != bad.python.version:
+        yield (
+            f"Python {good.python.version} → {bad.python.version}: every trial is built with "
+            f"the lock's {good.python.version}"
+        )
+    gpus = [sorted(g.name for g in s.gpu.gpus) for s in (good, bad)]
+    if gpus[0] != gpus[1] or good.gpu.driver != bad.gpu.driver:
+        yield "the GPUs or their driver differ from the lock's: every trial runs on these"
+
+
+# --- putting one back ---------------------------------------------------------------------------
+
+
+def fix(move: Move, good: Snapshot, lock: Path, venv: Path) -> tuple[tuple[str, ...], ...]:
+    """The commands that put just ``move`` back as GOOD had it, each as argv (paths whole:
+    screens shorten them)."""
+    restore = ("envguard", "restore", str(lock))
+    if move.kind == "torch":  # a build and its CUDA wheels: restore pins them all
+        return (restore,)
+    if move.kind in ("libraries", "packages"):
+        return _package_fix(move, good, venv) or (restore,)
+    if move.kind == "caches":
+        return ((*restore, "--cache"),)
+    if move.kind == "code":
+        clean = good.code is not None and not dirty_files(good.code)
+        if move.subject == PATCH and clean:
+            return (("git", "stash", "push", "--include-untracked"),)
+        return ((*restore, "--code"),)
+    value = good.environ.get(move.subject)
+    return (("unset", move.subject) if value is None else ("export", f"{move.subject}={value}"),)
+
+
+def _package_fix(move: Move, good: Snapshot, venv: Path) -> tuple[tuple[str, ...], ...]:
+    if len(move.members) > _FIX_NAMES:
+        return ()
+    versions = good.versions()
+    pins = [f"{n}=={versions[n]}" for n in move.members if n in versions]
+    gone = [n for n in move.members if n not in versions]
+    out: list[tuple[str, ...]] = []
+    if pins:
+        out.append(("uv", "pip", "install", "--python", str(venv), *pins))
+    if gone:
+        out.append(("uv", "pip", "uninstall", "--python", str(venv), *gone))
+    return tuple(out)
+
+
+def shell(argv: tuple[str, ...]) -> str:
+    """One command as a shell reads it (``export NAME=value`` quoted whole)."""
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,216 @@
+"""Which moves cost the gap between GOOD and BAD: bisection, then ddmin. Pure.
+
+``measure(applied)`` builds GOOD with the ``applied`` moves and says what the user's
+command measured there (:class:`Measured`); every set is measured at most once. GOOD (no
+move) and BAD (every move) are measured first. A trial is *bad* when it falls within
+``tolerance`` of the gap from BAD (it costs the whole regression, give or take), *good*
+within ``tolerance`` of GOOD, *partial* in between; broken and unbuildable trials say
+nothing. Only bad counts as failing: the set found is the smallest that costs the gap.
+
+The search is Zeller's ddmin over the moves, in order, each set tested applied to GOOD: it
+first splits the moves in halves and keeps the half that is bad, as ``git bisect`` does, so
+one culprit among 5 moves costs 5 or 6 trials; when no half is bad alone (two moves that
+cost it only together) it cuts finer and tries complements, until removing any one move of
+the set leaves it good. Trials that say nothing are stepped around, never counted as bad.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from envguard.bisect import metric
+
+T = TypeVar("T", bound=Hashable)
+
+GOOD, BAD, PARTIAL, BROKEN, UNBUILDABLE = "good", "bad", "partial", "broken", "unbuildable"
+TOLERANCE = 0.25  # of the gap: a trial within a quarter of it from BAD costs the regression
+ALIKE = 0.03  # GOOD and BAD closer than 3% (or than their runs' spread) measure alike
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """One trial's runs: their values, or why the trial said nothing."""
+
+    values: tuple[float, ...] = ()
+    failure: str = ""  # why it is broken (the command) or unbuildable (the environment)
+    unbuildable: bool = False
+
+    @property
+    def value(self) -> float | None:
+        return metric.median(self.values) if self.values and not self.failure else None
+
+    def spread(self) -> float:
+        return max(self.values) - min(self.values) if self.values and not self.failure else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scale:
+    """Where a value falls between GOOD's and BAD's."""
+
+    good: float
+    bad: float
+    tolerance: float = TOLERANCE
+
+    def share(self, value: float) -> float:
+        """0 at GOOD, 1 at BAD (beyond either side past them)."""
+        return (value - self.good) / (self.bad - self.good)
+
+    def verdict(self, measured: Measured) -> str:
+        if measured.value is None:
+            return UNBUILDABLE if measured.unbuildable else BROKEN
+        share = self.share(measured.value)
+        if share >= 1 - self.tolerance:
+            return BAD
+        return GOOD if share <= self.tolerance else PARTIAL
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trial(Generic[T]):
+    applied: frozenset[T]
+    measured: Measured
+    verdict: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome(Generic[T]):
+    """``stop`` is "" when ``culprits`` is shown minimal; else why the search stopped:
+    ``good-failed``/``bad-failed`` (broken or unbuildable), ``alike``, ``better`` (before
+    any search), ``max-trials`` or ``unresolved`` (trials that said nothing)."""
+
+    trials: tuple[Trial[T], ...]
+    culprits: tuple[T, ...] = ()
+    suspects: tuple[T, ...] = ()  # where the culprits are, as far as the search got
+    stop: str = ""
+    scale: Scale | None = None
+
+    def trial(self, applied: frozenset[T]) -> Trial[T] | None:
+        return next((t for t in self.trials if t.applied == applied), None)
+
+
+class _Exhausted(Exception):
+    """--max-trials reached."""
+
+
+class _Session(Generic[T]):
+    """Every set measured once, in the order asked, up to ``limit`` trials."""
+
+    def __init__(self, measure: Callable[[frozenset[T]], Measured], limit: int) -> None:
+        self.measure, self.limit = measure, limit
+        self.done: dict[frozenset[T], Measured] = {}
+        self.scale: Scale | None = None
+        self.suspects: list[T] = []
+
+    def get(self, applied: frozenset[T]) -> Measured:
+        if applied not in self.done:
+            if len(self.done) >= self.limit:
+                raise _Exhausted
+            self.done[applied] = self.measure(applied)
+        return self.done[applied]
+
+    def bad(self, applied: Sequence[T]) -> bool:
+        assert self.scale is not None
+        return self.scale.verdict(self.get(frozenset(applied))) == BAD
+
+    def outcome(self, stop: str = "", culprits: Sequence[T] = ()) -> Outcome[T]:
+        trials = tuple(
+            Trial(applied=s, measured=m, verdict=self.verdict(s, m)) for s, m in self.done.items()
+        )
+        return Outcome(trials=trials, culprits=tuple(culprits), suspects=tuple(self.suspects),
+                       stop=stop, scale=self.scale)  # fmt: skip
+
+    def verdict(self, applied: frozenset[T], m: Measured) -> str:
+        if self.scale is not None or m.value is None:
+            return (self.scale or Scale(good=0, bad=1)).verdict(m)
+        # no scale (GOOD or BAD said nothing, or they measure alike): each is itself
+        return GOOD if not applied else BAD if len(applied) == len(self.suspects) else PARTIAL
+
+
+def bisect(
+    moves: Sequence[T],
+    measure: Callable[[frozenset[T]], Measured],
+    *,
+    tolerance: float = TOLERANCE,
+    direction: str | None = None,
+    alike: float = ALIKE,
+    max_trials: int = 64,
+) -> Outcome[T]:
+    """The smallest set of ``moves`` that, applied to GOOD, costs the gap to BAD.
+
+    ``direction``: "higher" or "lower" is better; BAD measuring better than GOOD is then no
+    regression. Without one, any gap is bisected (exit statuses: lower, 0 is good)."""
+    session: _Session[T] = _Session(measure, max(max_trials, 2))
+    good = session.get(frozenset())
+    bad = session.get(frozenset(moves))
+    session.suspects = list(moves)
+    if good.value is None or bad.value is None:
+        return session.outcome(stop="good-failed" if good.value is None else "bad-failed")
+    if _alike(good, bad, alike):
+        return session.outcome(stop="alike")
+    if (direction == "higher" and bad.value > good.value) or (
+        direction == "lower" and bad.value < good.value
+    ):
+        return session.outcome(stop="better")
+    session.scale = Scale(good=good.value, bad=bad.value, tolerance=tolerance)
+    try:
+        found = _ddmin(list(moves), session)
+    except _Exhausted:
+        return session.outcome(stop="max-trials")
+    if not _minimal(found, session):
+        return session.outcome(stop="unresolved")
+    return session.outcome(culprits=tuple(found))
+
+
+def _alike(good: Measured, bad: Measured, share: float) -> bool:
+    assert good.value is not None and bad.value is not None
+    gap = abs(bad.value - good.value)
+    noise = max(good.spread(), bad.spread())
+    return gap <= max(noise, share * max(abs(good.value), abs(bad.value)))
+
+
+def _ddmin(c: list[T], session: _Session[T]) -> list[T]:
+    """ddmin (Zeller and Hildebrandt, 2002) of ``c``, known bad: a 1-minimal bad subset."""
+    n = 2
+    while len(c) >= 2:
+        session.suspects = c
+        parts = _split(c, n)
+        half = next((p for p in parts if session.bad(p)), None)
+        if half is not None:  # as git bisect: the culprit is in there
+            c, n = half, 2
+            continue
+        if n > 2:  # with two parts, each one's complement is the other part
+            rest = next((r for p in parts if session.bad(r := [x for x in c if x not in p])),
+                        None)  # fmt: skip
+            if rest is not None:
+                c, n = rest, max(n - 1, 2)
+                continue
+        if n >= len(c):
+            break
+        n = min(len(c), 2 * n)  # no part and no complement is bad alone: cut finer
+    session.suspects = c
+    return c
+
+
+def _split(c: list[T], n: int) -> list[list[T]]:
+    """``c`` in ``n`` runs of moves, in order, the first ones one longer when it does not
+    divide evenly."""
+    size, extra = divmod(len(c), n)
+    out, at = [], 0
+    for i in range(n):
+        step = size + (i < extra)
+        out.append(c[at : at + step])
+        at += step
+    return [p for p in out if p]
+
+
+def _minimal(found: list[T], session: _Session[T]) -> bool:
+    """Every move of ``found`` is needed: without any one of it the trial is good or
+    partial, measured (a broken one proves nothing)."""
+    assert session.scale is not None
+    for x in found:
+        rest = frozenset(found) - {x}
+        measured = session.done.get(rest)
+        if measured is None or session.scale.verdict(measured) not in (GOOD, PARTIAL):
+            return False
+    return True

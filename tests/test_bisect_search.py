@@ -1,0 +1,213 @@
+"""The search alone (#21), against fake benchmarks: which sets it measures, how many, and
+that what it finds is minimal and explains the gap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envguard.bisect.search import (
+    BAD,
+    BROKEN,
+    GOOD,
+    PARTIAL,
+    UNBUILDABLE,
+    Measured,
+    Outcome,
+    Scale,
+    bisect,
+)
+
+FAST, SLOW = 21.5, 4.3
+MOVES = ("torch", "transformers", "sglang", "Inductor cache", "uncommitted patch")
+
+
+def bench(
+    culprits: Iterable[Iterable[str]],
+    *,
+    broken: Iterable[frozenset[str]] = (),
+    unbuildable: Iterable[frozenset[str]] = (),
+) -> tuple[Callable[[frozenset[str]], Measured], list[frozenset[str]]]:
+    """A benchmark that runs slow when every move of one of ``culprits`` is applied, and
+    the list of the sets it was asked to measure."""
+    sets = [frozenset(c) for c in culprits]
+    asked: list[frozenset[str]] = []
+    broken, unbuildable = set(broken), set(unbuildable)
+
+    def measure(applied: frozenset[str]) -> Measured:
+        asked.append(applied)
+        if applied in unbuildable:
+            return Measured(failure="uv refuses these pins", unbuildable=True)
+        if applied in broken:
+            return Measured(failure="exited 1: Traceback")
+        return Measured(values=(SLOW if any(c <= applied for c in sets) else FAST,))
+
+    return measure, asked
+
+
+def found(outcome: Outcome[str]) -> set[str]:
+    assert outcome.stop == "", outcome.stop
+    return set(outcome.culprits)
+
+
+@pytest.mark.parametrize(("culprit", "trials"), [
+    ("torch", 5), ("transformers", 6), ("sglang", 5), ("Inductor cache", 5),
+    ("uncommitted patch", 6),
+])  # fmt: skip
+def test_one_culprit_among_five_moves_in_at_most_six_trials(culprit: str, trials: int) -> None:
+    measure, asked = bench([[culprit]])
+    outcome = bisect(MOVES, measure)
+    assert found(outcome) == {culprit}
+    assert len(asked) == len(set(asked)) == len(outcome.trials) == trials
+    assert asked[:2] == [frozenset(), frozenset(MOVES)]  # GOOD and BAD first
+    assert outcome.trial(frozenset({culprit})).measured.value == SLOW  # its effect, measured
+
+
+def test_halves_first_as_git_bisect_does() -> None:
+    measure, asked = bench([["sglang"]])
+    bisect(MOVES, measure)
+    assert asked[2:] == [
+        frozenset({"torch", "transformers", "sglang"}),
+        frozenset({"torch", "transformers"}),
+        frozenset({"sglang"}),
+    ]
+
+
+def test_two_moves_that_cost_it_only_together() -> None:
+    measure, asked = bench([["transformers", "uncommitted patch"]])
+    outcome = bisect(MOVES, measure)
+    assert found(outcome) == {"transformers", "uncommitted patch"}
+    assert len(asked) == len(set(asked)) == 14
+    for alone in ("transformers", "uncommitted patch"):  # each alone measured, and good
+        assert outcome.trial(frozenset({alone})).verdict == GOOD
+
+
+def test_two_culprits_each_enough_alone_finds_one() -> None:
+    measure, _ = bench([["torch"], ["sglang"]])
+    assert found(bisect(MOVES, measure)) == {"torch"}
+
+
+def test_costs_that_add_up_are_found_together_not_as_the_biggest_alone() -> None:
+    """Each of two moves costs part of the gap; only both cost all of it."""
+    share = {"torch": 0.4, "uncommitted patch": 0.6}
+
+    def measure(applied: frozenset[str]) -> Measured:
+        lost = sum(share.get(m, 0) for m in applied) * (FAST - SLOW)
+        return Measured(values=(FAST - lost,))
+
+    outcome = bisect(MOVES, measure)
+    assert found(outcome) == {"torch", "uncommitted patch"}
+    assert outcome.trial(frozenset({"uncommitted patch"})).verdict == PARTIAL
+
+
+def test_broken_and_unbuildable_trials_are_stepped_around_never_bad() -> None:
+    half = frozenset({"torch", "transformers", "sglang"})
+    apart = frozenset({"Inductor cache", "uncommitted patch"})
+    measure, _ = bench([["torch"]], broken=[half], unbuildable=[apart])
+    outcome = bisect(MOVES, measure)
+    assert found(outcome) == {"torch"}
+    verdicts = {t.applied: t.verdict for t in outcome.trials}
+    assert verdicts[half] == BROKEN
+    assert verdicts[apart] == UNBUILDABLE
+
+
+def test_only_broken_trials_between_good_and_bad_is_no_culprit() -> None:
+    everything = frozenset(MOVES)
+    every_subset = [frozenset(s) for s in _subsets(MOVES) if 0 < len(s) < len(MOVES)]
+    measure, _ = bench([MOVES], broken=[s for s in every_subset if s != everything])
+    outcome = bisect(MOVES, measure)
+    assert outcome.stop == "unresolved" and outcome.culprits == ()
+    assert set(outcome.suspects) == set(MOVES)
+
+
+def test_max_trials_stops_with_the_suspects_so_far() -> None:
+    measure, asked = bench([["uncommitted patch"]])
+    outcome = bisect(MOVES, measure, max_trials=4)
+    assert outcome.stop == "max-trials" and len(asked) == 4
+    assert set(outcome.suspects) == {"Inductor cache", "uncommitted patch"}
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "direction", "stop"),
+    [
+        ((21.5,), (21.3,), None, "alike"),  # under 3%
+        ((21.5, 20.0, 23.0), (19.0, 21.0, 22.0), None, "alike"),  # within the runs' spread
+        ((4.3,), (21.5,), "higher", "better"),  # BAD is faster: nothing to bisect
+        ((21.5,), (4.3,), "lower", "better"),
+    ],
+)
+def test_no_regression_is_refused_after_two_trials(
+    good: tuple[float, ...], bad: tuple[float, ...], direction: str | None, stop: str
+) -> None:
+    asked: list[frozenset[str]] = []
+
+    def measure(applied: frozenset[str]) -> Measured:
+        asked.append(applied)
+        return Measured(values=bad if applied else good)
+
+    outcome = bisect(MOVES, measure, direction=direction)
+    assert outcome.stop == stop and len(asked) == 2
+
+
+def test_a_broken_good_stops_before_any_search() -> None:
+    measure, asked = bench([["torch"]], broken=[frozenset()])
+    outcome = bisect(MOVES, measure)
+    assert outcome.stop == "good-failed" and len(asked) == 2
+    assert outcome.trials[0].verdict == BROKEN
+
+
+def test_exit_statuses_are_a_scale_of_their_own() -> None:
+    scale = Scale(good=0.0, bad=1.0)
+    assert scale.verdict(Measured(values=(0.0,))) == GOOD
+    assert scale.verdict(Measured(values=(1.0,))) == BAD
+    assert scale.verdict(Measured(values=(0.0, 1.0, 1.0))) == BAD  # the median of three
+
+
+def test_tolerance_is_a_share_of_the_gap() -> None:
+    scale = Scale(good=FAST, bad=SLOW, tolerance=0.25)
+    assert scale.verdict(Measured(values=(8.0,))) == BAD  # 78% of the way: within a quarter
+    assert scale.verdict(Measured(values=(17.5,))) == GOOD
+    assert scale.verdict(Measured(values=(12.9,))) == PARTIAL
+    assert scale.verdict(Measured(values=(2.0,))) == BAD  # worse than BAD is bad
+
+
+def _subsets(items: tuple[str, ...]) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = [()]
+    for item in items:
+        out += [(*s, item) for s in out]
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_what_it_finds_is_minimal_and_explains_the_gap(data: st.DataObject) -> None:
+    """Any benchmark that is slow when some set of moves is applied (several such sets, the
+    whole drift among them), with some trials broken: the set found is slow, and without
+    any one of its moves it is not; no set is measured twice."""
+    n = data.draw(st.integers(1, 8))
+    moves = tuple(f"m{i}" for i in range(n))
+    pick = st.frozensets(st.sampled_from(moves), min_size=1)
+    clauses = [*data.draw(st.lists(pick, max_size=3)), frozenset(moves)]
+    broken = data.draw(st.lists(pick, max_size=4))
+    measure, asked = bench(clauses, broken=[b for b in broken if b != frozenset(moves)])
+    outcome = bisect(moves, measure, max_trials=1000)
+    assert len(asked) == len(set(asked))
+    if outcome.stop == "unresolved":
+        return  # broken trials hid the way; said so, never a wrong answer
+    culprits = frozenset(found(outcome))
+    assert any(c <= culprits for c in clauses)
+    for m in culprits:
+        assert not any(c <= culprits - {m} for c in clauses)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 16), st.data())
+def test_one_culprit_takes_a_logarithmic_number_of_trials(n: int, data: st.DataObject) -> None:
+    moves = tuple(f"m{i}" for i in range(n))
+    culprit = data.draw(st.sampled_from(moves))
+    measure, asked = bench([[culprit]])
+    assert found(bisect(moves, measure)) == {culprit}
+    assert len(asked) <= 2 + 2 * max(1, (n - 1).bit_length())
