@@ -12,7 +12,9 @@ wheelhouse), as an air-gapped runner with a wheel mirror would set them.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -175,3 +177,65 @@ def test_a_fresh_checkout_without_the_venv_says_what_to_do(
                           capture_output=True, text=True, check=False)  # fmt: skip
     assert done.returncode == 2 and "no such directory" not in done.stderr, done.stderr
     assert "envguard restore" in done.stderr, done.stderr  # build it from the lock
+
+
+def _instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    text = re.sub(r"\\\n\s*", " ", dockerfile.read_text())
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    return [(ln.split(" ", 1)[0], ln.split(" ", 1)[1]) for ln in lines]
+
+
+class Image:
+    """An image's filesystem under ``root``: its Python at /usr/local (with torch), /etc,
+    /tmp, /opt; each absolute path of a line moved under it."""
+
+    def __init__(self, root: Path, house: Path) -> None:
+        self.root = root
+        self.bin = runner_python(root / "usr" / "local")
+        incident.install(
+            root / "usr" / "local", house, "torch==2.11.0+cu128", "transformers==5.6.0"
+        )
+        path = [d for d in os.environ["PATH"].split(os.pathsep) if not Path(d, "envguard").exists()]
+        self.env = {**pip_env(), "PATH": os.pathsep.join([str(self.bin), *path]), "NO_COLOR": "1"}
+
+    def moved(self, line: str) -> str:
+        return re.sub(r"(?<![\w.])/(?=(usr/local|etc|tmp|opt)\b)", f"{self.root}/", line)
+
+    def copy(self, context: Path, args: str) -> None:
+        src, dst = self.moved(args).split()
+        target = Path(dst) / ("" if src == "." else Path(src).name)
+        if src == ".":
+            shutil.copytree(context, target, dirs_exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(context / src, target)
+
+    def sh(self, line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["sh", "-c", self.moved(line)], env=self.env, capture_output=True,
+                              text=True, timeout=300, check=False)  # fmt: skip
+
+
+def test_the_dockerfile_recipe_runs_as_written(
+    training: Project, house: Path, sglang_house: Path, tmp_path: Path
+) -> None:
+    context = tmp_path / "context"  # the build context: the project's checkout
+    subprocess.run(["git", "clone", "-q", str(training.root), str(context)], check=True)
+    (context / "train.py").write_text("print('training')\n")
+    image = Image(tmp_path / "image", house)
+    entry: list[str] = []
+    for op, args in _instructions(RECIPES / "Dockerfile"):
+        assert op in ("COPY", "RUN", "ENTRYPOINT"), op
+        if op == "COPY":
+            image.copy(context, args)
+        elif op == "RUN":
+            done = image.sh(args)
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
+        else:
+            entry = json.loads(args)
+    assert entry[:2] == ["sh", "-c"] and (image.bin / "envguard").is_file()
+    started = image.sh(entry[2])
+    assert started.returncode == 0 and "training" in started.stdout, started.stderr
+    incident.swap_in_sglang(image.root / "usr" / "local", sglang_house)
+    started = image.sh(entry[2])
+    assert started.returncode == 1 and "training" not in started.stdout, started.stderr
+    assert "2.11.0+cu130" in started.stdout
