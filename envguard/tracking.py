@@ -10,8 +10,8 @@ CUDA, the verdict).
 ``fetch`` turns a run's lock URI into a local file: MLflow's
 ``runs:/<run_id>/envguard/<name>.envguard.toml`` (through ``mlflow.artifacts``), or a W&B
 artifact reference ``wandb-artifact://<entity>/<project>/<name>:<version>`` (through the W&B
-API, which needs its server). Both trackers are optional extras: ``envguard[mlflow]``,
-``envguard[wandb]``.
+API, which needs its server). Both trackers are optional extras: ``envguard-ml[mlflow]``,
+``envguard-ml[wandb]``.
 
 A URI is untrusted input (a teammate's, a CI job's): its artifact path is refused unless it
 stays inside the run (#23), and the downloads folder keeps only the newest few.
@@ -90,7 +90,7 @@ def _fetch(uri: str, dest: Path) -> Path:
         import mlflow.artifacts  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         raise EnvguardError(
-            f"{uri}: an MLflow URI needs `pip install 'envguard[mlflow]'`"
+            f"{uri}: an MLflow URI needs `pip install 'envguard-ml[mlflow]'`"
         ) from None
     try:
         path = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(dest)))
@@ -176,7 +176,7 @@ def _fetch_wandb(ref: str, dest: Path) -> Path:
         import wandb  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         raise EnvguardError(
-            f"{ref}: a W&B reference needs `pip install 'envguard[wandb]'`"
+            f"{ref}: a W&B reference needs `pip install 'envguard-ml[wandb]'`"
         ) from None
     try:
         folder = Path(wandb.Api().artifact(ref).download(root=str(dest)))
