@@ -24,6 +24,10 @@ from envguard.output.layout import path as _p
 if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the drift engine
     from envguard.drift import Change, DriftReport
     from envguard.fleet import Node, NodeChange
+    from envguard.restore.build import Outcome
+    from envguard.restore.command import PartFailed, Step
+    from envguard.restore.parts import CacheStep, CodeStep, WorkMoved
+    from envguard.restore.plan import Plan
     from envguard.results import Failed, Result
     from envguard.results.diff import DiffDone
     from envguard.results.fleet import FleetDone
@@ -56,8 +60,28 @@ class Human:
         return Painter(self.width, self.color)
 
     def format(self, result: Result) -> str:
-        render: Callable[[Any], Iterator[str]] = getattr(self, f"_{result.kind.replace(' ', '_')}")
-        return block(render(result))
+        return block(self.renderers()[result.kind](result))
+
+    def renderers(self) -> dict[str, Callable[[Any], Iterator[str]]]:
+        """Each result kind's screen, by its ``kind``: a new kind adds its line here, and
+        tests/test_renderers.py holds every kind in :mod:`envguard.results` to one."""
+        return {
+            "diff": self._diff,
+            "preflight": self._preflight,
+            "run": self._run,
+            "snapshot": self._snapshot,
+            "fleet": self._fleet,
+            "log": self._log,
+            "export": self._export,
+            "protect": self._protect,
+            "unprotect": self._unprotect,
+            "backups": self._backups,
+            "tool add": self._tool_add,
+            "tool list": self._tool_list,
+            "tool remove": self._tool_remove,
+            "restore": self._restore,
+            "error": self._error,
+        }
 
     # --- diff, preflight, run: lists of changes ---------------------------------------------
 
@@ -393,10 +417,10 @@ class Human:
 
     # --- restore, streamed step by step ---------------------------------------------------------
 
-    def restore_plan(self, plan: Any, *, full: bool, unchanged: bool) -> str:
+    def restore_plan(self, plan: Plan, *, full: bool, unchanged: bool) -> str:
         return block(self._plan(plan, full=full, unchanged=unchanged))
 
-    def _plan(self, plan: Any, *, full: bool, unchanged: bool) -> Iterator[str]:
+    def _plan(self, plan: Plan, *, full: bool, unchanged: bool) -> Iterator[str]:
         if unchanged:
             yield from wrap(
                 f"{self.p.paint('Already matches the lock', 'bold green')}: {_p(plan.venv)} "
@@ -445,18 +469,25 @@ class Human:
         if not plan.replaces_existing:
             yield f"{_p(plan.venv)} does not exist yet: it will be created"
 
-    def restore_step(self, step: Any) -> str:
+    def restore_step(self, step: Step) -> str:
+        return block(self.step_renderers()[type(step)](step))
+
+    def step_renderers(self) -> dict[type, Callable[[Any], Iterator[str]]]:
+        """Each restore step's lines, by its type (:data:`envguard.restore.command.Step`): a
+        new step adds its line here, and tests/test_renderers.py holds every one to one."""
         from envguard.restore.build import Outcome
         from envguard.restore.command import PartFailed
         from envguard.restore.parts import CacheStep, CodeStep, WorkMoved
 
-        steps: dict[type, Callable[[Any], Iterator[str]]] = {
-            Outcome: self._venv_step, CacheStep: self._cache_step, CodeStep: self._code_step,
-            WorkMoved: self._work_moved, PartFailed: self._part_failed,
-        }  # fmt: skip
-        return block(steps[type(step)](step))
+        return {
+            Outcome: self._venv_step,
+            CacheStep: self._cache_step,
+            CodeStep: self._code_step,
+            WorkMoved: self._work_moved,
+            PartFailed: self._part_failed,
+        }
 
-    def _venv_step(self, o: Any) -> Iterator[str]:
+    def _venv_step(self, o: Outcome) -> Iterator[str]:
         for note in o.recovered:
             yield from wrap(
                 note, self.p.width, INDENT, first=self.p.paint("recovered", "yellow") + " "
@@ -480,7 +511,7 @@ class Human:
         if o.import_check:
             yield f"import torch: {o.import_check}"
 
-    def _cache_step(self, step: Any) -> Iterator[str]:
+    def _cache_step(self, step: CacheStep) -> Iterator[str]:
         if step.missing:
             yield from wrap(
                 f"no compile caches were saved beside the lock ({_p(step.archive)}): none "
@@ -497,14 +528,14 @@ class Human:
                 self.p.width, 2, first="",
             )  # fmt: skip
 
-    def _part_failed(self, failed: Any) -> Iterator[str]:
+    def _part_failed(self, failed: PartFailed) -> Iterator[str]:
         label = {"venv": "Venv", "caches": "Caches", "code": "Code"}[failed.part]
         yield from wrap(
             f"{self.p.paint(label + ' not restored', 'bold red')}: {failed.reason}",
             self.p.width, 2, first="",
         )  # fmt: skip
 
-    def _work_moved(self, moved: Any) -> Iterator[str]:
+    def _work_moved(self, moved: WorkMoved) -> Iterator[str]:
         if moved.stash:
             yield from wrap(
                 f"saved your uncommitted work as {moved.stash}", self.p.width, 2, first=""
@@ -512,7 +543,7 @@ class Human:
         else:
             yield "your uncommitted work is back in place"
 
-    def _code_step(self, code: Any) -> Iterator[str]:
+    def _code_step(self, code: CodeStep) -> Iterator[str]:
         stays = bool(code.snapshot_head) and code.head != code.snapshot_head
         same = (
             f", which has the snapshot's code (its commit {code.snapshot_head[:12]}; only "

@@ -1,0 +1,64 @@
+"""Every result has a screen in each format, and every restore step its lines.
+
+The formats dispatch by explicit tables (``Human.renderers``, ``Human.step_renderers``), not
+by a method name made from the kind: a result or step added without its renderer fails here,
+not on a user's screen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import typing
+
+import pytest
+
+import envguard.results
+from envguard.output.human import Human
+from envguard.results import Result
+
+
+def _result_classes() -> list[type[Result]]:
+    """Every class in :mod:`envguard.results` and its modules that has a ``kind``."""
+    for info in pkgutil.iter_modules(envguard.results.__path__):
+        importlib.import_module(f"envguard.results.{info.name}")
+    found: list[type[Result]] = []
+    todo = list(Result.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("envguard.results") and "kind" in vars(cls):
+            found.append(cls)
+    return sorted(found, key=lambda cls: cls.kind)
+
+
+RESULTS = _result_classes()
+
+
+def test_the_results_are_found() -> None:
+    kinds = {cls.kind for cls in RESULTS}
+    assert {"diff", "snapshot", "restore", "error", "tool add"} <= kinds
+    assert len(kinds) == len(RESULTS), "two results share a kind"
+
+
+@pytest.mark.parametrize("cls", RESULTS, ids=lambda cls: cls.kind)
+def test_every_result_kind_has_a_human_screen(cls: type[Result]) -> None:
+    assert cls.kind in Human().renderers(), f"{cls.__name__}: no screen in Human.renderers"
+
+
+@pytest.mark.parametrize("cls", RESULTS, ids=lambda cls: cls.kind)
+def test_every_result_kind_has_a_json_document(cls: type[Result]) -> None:
+    """--json renders a result by its own ``to_dict``: the base's raises."""
+    assert cls.to_dict is not Result.to_dict, f"{cls.__name__}: no to_dict for --json"
+
+
+def test_no_screen_is_left_without_a_result_kind() -> None:
+    assert set(Human().renderers()) == {cls.kind for cls in RESULTS}
+
+
+def test_every_restore_step_has_its_lines() -> None:
+    from envguard.restore.command import Step
+
+    steps = set(typing.get_args(Step))
+    assert len(steps) >= 5
+    assert set(Human().step_renderers()) == steps
