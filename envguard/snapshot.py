@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from envguard import __version__, catalog, checks
+from envguard.errors import VenvError
 from envguard.model import CompileCache, GpuState, Snapshot
 from envguard.probes import caches, code, cuda, distributions, environ, gpu, host, torch, venv
 
@@ -124,6 +125,13 @@ def live_for(
     ``lock_path``, when the lock is a file, is envguard's own whatever its name."""
     from envguard import targets
 
+    if not venv_path.exists() and not venv_path.is_symlink():
+        # a fresh checkout, or a lock from another machine: nothing to compare with yet
+        shown = f" {lock_path}" if lock_path else ""
+        raise VenvError(
+            f"{venv_path}: no venv here to compare with the lock: build it from the lock "
+            f"with `envguard restore{shown}`, or pass --venv PATH"
+        )
     customs = [Path(c.path) for c in lock.caches if c.kind == "custom"]
     if repo is None:
         repo = targets.repo_for(lock)

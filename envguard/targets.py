@@ -267,6 +267,8 @@ def _is_own(path: Path) -> bool:
 
 
 def _lock_of(venv_path: Path, cfg: Config) -> Path:
+    if not venv_path.exists():  # a fresh checkout: no venv yet, so none recorded it
+        raise LockfileError(f"{venv_path}: no venv here, and so no lock of its own")
     env = locate(venv_path)
     return lockfile.find_for_venv(env.name, env.info.path, cfg.lockfiles)
 

@@ -159,11 +159,6 @@ def test_a_pylock_without_the_locks_python_stops_the_job(recipe: str, tmp_path: 
     assert not (tmp_path / ".venv-ci").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#20: the line comes from envguard/probes/venv.py (locate) through targets.py, "
-    "outside the recipes' change; reported back",
-)
 def test_a_fresh_checkout_without_the_venv_says_what_to_do(
     training: Project, tmp_path: Path
 ) -> None:
