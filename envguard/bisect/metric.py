@@ -71,3 +71,12 @@ def _signal(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+def number(value: float | None) -> str:
+    """A measured value as people read it: 21.5, 4.3, 1234, 0.0123; "-" for none."""
+    if value is None:
+        return "-"
+    if abs(value) >= 10_000:
+        return f"{value:.0f}"
+    return f"{value:.4g}"

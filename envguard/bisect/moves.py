@@ -200,12 +200,20 @@ def _code_moves(good: CodeState | None, bad: CodeState | None, notes: list[str])
             notes.append("the lock recorded no repository: every trial runs the code as it is")
         return []
     out = []
-    if good.head != bad.head:
-        ahead = f" ({len(bad.since.files)} files)" if bad.since and bad.since.found else ""
-        out.append(Move(kind="code", subject=HEAD, old=good.head[:12], new=bad.head[:12] + ahead))
+    if good.head != bad.head and not _only_own_commits(bad):
+        out.append(Move(kind="code", subject=HEAD, old=good.head[:12], new=bad.head[:12]))
     if dirty_files(good) != dirty_files(bad):
         out.append(Move(kind="code", subject=PATCH, old=patch_state(good), new=patch_state(bad)))
     return out
+
+
+def _only_own_commits(bad: CodeState) -> bool:
+    """The commits since the lock's HEAD touch envguard's own files alone (the lockfile was
+    committed): no code moved, as diff judges it."""
+    since = bad.since
+    if since is None or not since.found or since.omitted:
+        return False
+    return all(f.own or bad.is_own(f.path) for f in since.files)
 
 
 def dirty_files(code: CodeState) -> frozenset[tuple[str, str]]:

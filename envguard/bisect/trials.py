@@ -1,0 +1,494 @@
+"""A trial: GOOD's environment with some moves applied, built in a work folder, and the user's
+command run in it. The I/O of ``envguard bisect``; nothing here decides what to try.
+
+A trial has its own of everything, so that nothing of the user's is touched:
+
+- a venv built by uv from exact pins (``uv venv`` and ``uv pip sync``, with the lock's
+  indexes and the user's ``--find-links``/``--offline``, as restore builds one; uv's cache
+  and hard links make it seconds);
+- the code in a ``git worktree`` of the repository at GOOD's commit (or HEAD's, with the
+  commits applied), with GOOD's uncommitted patch (or the live one) applied and the
+  untracked files copied in; the command runs from there;
+- each compile cache torch and Triton find through a variable, copied afresh for every run
+  (a cold cache stays cold for the second run): GOOD's from the lock's saved archive, or
+  the live one, or empty, with ``TORCHINDUCTOR_CACHE_DIR`` and Triton's folder pointed at
+  the copy;
+- the environment: the live one (variables envguard does not record pass through), with
+  GOOD's value of each recorded variable whose move is not applied, activated as in the
+  trial's venv (``VIRTUAL_ENV``, ``PATH``).
+
+The work folder is envguard's cache folder's ``bisect/`` (or ``--keep DIR``); each trial's
+worktree and venv go when the trial ends, and everything when the bisect ends, however it
+ends (a second ^C waits for the cleaning).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from envguard import _git, _run
+from envguard import uv as uv_backend
+from envguard.bisect import metric
+from envguard.bisect.moves import CACHE_VARS, HEAD, PATCH, Move, cache_kind, trial_packages
+from envguard.bisect.search import Measured
+from envguard.errors import CommandError, EnvguardError
+from envguard.model import GpuState, Snapshot
+from envguard.probes.caches import default_paths
+from envguard.redact import REDACTED
+from envguard.restore.plan import Overrides, indexes_for, requirements_text
+from envguard.restore.plan import plan as plan_for
+
+# as probes/code reads the patch, so that it applies byte for byte
+_DIFF = (
+    "diff", "HEAD", "--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv",
+    "--no-renames", "--submodule=short", "--ignore-submodules=none",
+)  # fmt: skip
+_NO_HOOKS = ("-c", "core.hooksPath=/dev/null")  # the user's hooks are not the trial's
+
+
+class Unbuildable(Exception):
+    """This set of moves cannot be built (uv refuses the pins, a patch does not apply)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sides:
+    """GOOD (the lock) and BAD (the live environment, as snapshotted and as it runs)."""
+
+    lock_path: Path
+    good: Snapshot
+    bad: Snapshot
+    environ: Mapping[str, str]  # the live environment, values whole (the snapshot's redacted)
+    cwd: Path  # where the user runs bisect: the command runs from the same place in the copy
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    command: tuple[str, ...]
+    metric: re.Pattern[str] | None = None
+    runs: int = 1
+    timeout: float = 3600.0
+    overrides: Overrides = dataclasses.field(default_factory=Overrides)
+    python: str | None = None  # the interpreter to build with (restore's --python)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Progress: trial ``trial`` is at run ``run`` of ``runs`` (0: still building)."""
+
+    trial: int
+    applied: tuple[Move, ...]
+    run: int
+    runs: int
+    values: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    index: int  # 1 is GOOD, 2 is BAD
+    seconds: float  # the whole trial
+    build_seconds: float  # its venv and code, before the first run
+
+
+# --- the work folder --------------------------------------------------------------------------
+
+
+class Workspace:
+    """The folder trials live in, and the worktrees registered in the user's repository:
+    all gone on exit, on success, failure, ^C or SIGTERM (as KeyboardInterrupt)."""
+
+    def __init__(self, keep: Path | None = None) -> None:
+        self.keep = keep
+        self.root = Path()
+        self._worktrees: list[tuple[Path, Path]] = []  # (repository, worktree)
+
+    def __enter__(self) -> Workspace:
+        if self.keep is not None:
+            if self.keep.exists() and (not self.keep.is_dir() or any(self.keep.iterdir())):
+                raise EnvguardError(f"--keep {self.keep}: not an empty folder")
+            self.keep.mkdir(parents=True, exist_ok=True)
+            self.root = self.keep.absolute()
+        else:
+            from envguard._fs import user_cache_dir
+
+            base = user_cache_dir() / "bisect"
+            base.mkdir(parents=True, exist_ok=True)
+            self.root = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        with _held_interrupts():
+            for repo, tree in reversed(self._worktrees):
+                self._remove(repo, tree)
+            if self.keep is None:
+                shutil.rmtree(self.root, ignore_errors=True)
+
+    def worktree(self, repo: Path, commit: str, tree: Path) -> None:
+        """``tree``: a detached worktree of ``repo`` at ``commit``, known before git makes
+        it, so that an interrupted ``worktree add`` is cleaned too."""
+        self._worktrees.append((repo, tree))
+        _git_run(repo, *_NO_HOOKS, "worktree", "add", "--detach", "--quiet", str(tree), commit)
+
+    def done(self, tree: Path) -> None:
+        """The trial of ``tree`` ended: its worktree goes (under --keep, as a plain copy)."""
+        for repo, known in list(self._worktrees):
+            if known == tree:
+                self._remove(repo, tree)
+                self._worktrees.remove((repo, known))
+
+    def _remove(self, repo: Path, tree: Path) -> None:
+        if self.keep is not None and tree.is_dir():
+            shutil.copytree(tree, tree.with_name(tree.name + "-kept"), symlinks=True,
+                            ignore=shutil.ignore_patterns(".git"), dirs_exist_ok=True)  # fmt: skip
+        # twice forced: a worktree a killed add left locked, or whose folder is gone
+        with contextlib.suppress(Unbuildable):
+            _git_run(repo, "worktree", "remove", "--force", "--force", str(tree), check=False)
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _held_interrupts() -> Iterator[None]:
+    """A second ^C (or SIGTERM) while the work folder is cleaned waits until it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old = {
+        s: signal.signal(s, lambda n, f: caught.append(n)) for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def _git_run(repo: Path, *args: str, check: bool = True) -> _run.Completed:
+    try:
+        return _run.run(["git", "-C", str(repo), *args], check=check, timeout=600)
+    except CommandError as exc:
+        raise Unbuildable(str(exc)) from None
+
+
+# --- trials -------------------------------------------------------------------------------------
+
+
+class Trials:
+    """``measure(applied)`` for :func:`envguard.bisect.search.bisect`: one trial per set."""
+
+    def __init__(
+        self,
+        sides: Sides,
+        moves: Iterable[Move],
+        settings: Settings,
+        work: Workspace,
+        *,
+        warm: Mapping[str, Path] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.sides, self.settings, self.work = sides, settings, work
+        self.moves = tuple(moves)
+        self.warm = dict(warm or {})  # cache kind → GOOD's copy, unpacked from the archive
+        self.tell = on_event or (lambda event: None)
+        self.timings: dict[frozenset[Move], Timing] = {}
+        self.notes: list[str] = []
+        version = sides.good.python.version
+        self.interpreter = uv_backend.interpreter_for(version, settings.python)[0]
+        self.code = _Code(sides, self.moves, self.notes) if _has_code(sides) else None
+
+    def __call__(self, applied: frozenset[Move]) -> Measured:
+        index = len(self.timings) + 1
+        ordered = tuple(m for m in self.moves if m in applied)
+        folder = self.work.root / f"trial-{index:02d}"
+        folder.mkdir()
+        started = time.monotonic()
+        built: float | None = None
+        self.tell(Event(trial=index, applied=ordered, run=0, runs=self.settings.runs))
+        tree: Path | None = None
+        try:
+            try:
+                venv = self._venv(applied, folder / "venv")
+                tree = self.code.build(applied, folder / "code", self.work) if self.code else None
+            except Unbuildable as exc:
+                return Measured(failure=str(exc), unbuildable=True)
+            built = time.monotonic() - started
+            return self._runs(index, ordered, applied, folder, venv, tree)
+        finally:
+            if tree is not None:
+                self.work.done(tree)
+            if self.work.keep is None:
+                shutil.rmtree(folder, ignore_errors=True)
+            total = time.monotonic() - started
+            self.timings[applied] = Timing(
+                index=index, seconds=total, build_seconds=total if built is None else built
+            )
+
+    # -- the venv --
+
+    def _venv(self, applied: frozenset[Move], where: Path) -> Path:
+        good = self.sides.good
+        lock = trial_packages(good, self.sides.bad, applied)
+        planned = plan_for(lock, where, None, self.settings.overrides)
+        if planned.skipped:
+            raise Unbuildable(f"cannot pin {'; '.join(planned.skipped[:3])}")
+        reqs = where.with_name("requirements.txt")
+        reqs.write_text(requirements_text(planned), encoding="utf-8")
+        try:
+            uv_backend.create_venv(where, self.interpreter, None,
+                                   system_site_packages=good.venv.system_site_packages)  # fmt: skip
+            uv_backend.sync(where / "bin" / "python", reqs, indexes_for(lock, planned.overrides))
+        except uv_backend.UvError as exc:
+            raise Unbuildable(f"uv refuses these pins: {exc}") from None
+        return where
+
+    # -- the runs --
+
+    def _runs(
+        self,
+        index: int,
+        ordered: tuple[Move, ...],
+        applied: frozenset[Move],
+        folder: Path,
+        venv: Path,
+        tree: Path | None,
+    ) -> Measured:
+        values: list[float] = []
+        runs = self.settings.runs
+        for i in range(1, runs + 1):
+            self.tell(Event(trial=index, applied=ordered, run=i, runs=runs, values=tuple(values)))
+            place = folder / f"run-{i}"
+            env = self._environ(applied, venv, tree, place)
+            done = self._run_once(env, self._cwd(tree), place)
+            if done.value is None:
+                return Measured(values=tuple(values), failure=done.why)
+            values.append(done.value)
+        return Measured(values=tuple(values))
+
+    def _run_once(self, env: dict[str, str], cwd: Path, place: Path) -> metric.Run:
+        try:
+            done = _run.run(self.settings.command, check=False, timeout=self.settings.timeout,
+                            env=env, cwd=cwd)  # fmt: skip
+        except CommandError as exc:  # not found, or past --timeout
+            return metric.Run(value=None, why=str(exc))
+        (place / "output.txt").write_text(f"{done.stdout}\n--- stderr\n{done.stderr}")
+        return metric.read(self.settings.metric, done.returncode, done.stdout, done.stderr)
+
+    def _cwd(self, tree: Path | None) -> Path:
+        """The command runs where the user is, in the trial's copy of the repository."""
+        if tree is None or self.code is None:
+            return self.sides.cwd
+        try:
+            inside = tree / self.sides.cwd.resolve().relative_to(self.code.root.resolve())
+        except ValueError:
+            return tree
+        return inside if inside.is_dir() else tree
+
+    # -- the environment and caches of one run --
+
+    def _environ(
+        self, applied: frozenset[Move], venv: Path, tree: Path | None, place: Path
+    ) -> dict[str, str]:
+        env = dict(self.sides.environ)
+        for move in self.moves:
+            if move.kind == "env" and move not in applied:
+                _set(env, move.subject, self.sides.good.environ.get(move.subject))
+        for name in CACHE_VARS:  # the run's own copies, whatever the user's say
+            env.pop(name, None)
+        env.update(self._caches(applied, place))
+        if tree is not None and self.code is not None and env.get("PYTHONPATH"):
+            env["PYTHONPATH"] = _rebased(env["PYTHONPATH"], self.code.root, tree)
+        env["VIRTUAL_ENV"] = str(venv)
+        env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    def _caches(self, applied: frozenset[Move], place: Path) -> dict[str, str]:
+        """The variables that point torch and Triton at this run's copies, each cache copied
+        from where this trial has it (GOOD's archive, the live folder) or made empty."""
+        inductor = place / "inductor"
+        out = {"TORCHINDUCTOR_CACHE_DIR": str(inductor)}
+        # set or not as on the side the Triton cache comes from: unset, torch puts Triton's
+        # kernels inside its own cache, and Triton alone uses TRITON_HOME's
+        side = self._side("triton", applied)
+        theirs, theirs_inductor = side.get("TRITON_CACHE_DIR"), side.get("TORCHINDUCTOR_CACHE_DIR")
+        if theirs and theirs_inductor and _inside(Path(theirs), Path(theirs_inductor)):
+            out["TRITON_CACHE_DIR"] = str(inductor / Path(theirs).relative_to(theirs_inductor))
+        elif theirs:
+            out["TRITON_CACHE_DIR"] = str(place / "triton")
+        else:
+            out["TRITON_HOME"] = str(place / "triton-home")
+        for kind, dest in default_paths(out).items():
+            source = self._source(kind, applied)
+            if source is not None and source.is_dir():
+                shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+            else:
+                dest.mkdir(parents=True, exist_ok=True)
+        return out
+
+    def _move(self, kind: str) -> Move | None:
+        return next((m for m in self.moves if m.kind == "caches" and cache_kind(m) == kind), None)
+
+    def _side(self, kind: str, applied: frozenset[Move]) -> Mapping[str, str]:
+        """The environment the cache of ``kind`` comes from: GOOD's when its move is not
+        applied, else the live one."""
+        move = self._move(kind)
+        if move is not None and move not in applied:
+            return self.sides.good.environ
+        return self.sides.environ
+
+    def _source(self, kind: str, applied: frozenset[Move]) -> Path | None:
+        move = self._move(kind)
+        if move is not None and move not in applied:
+            return self.warm.get(kind)
+        live = next((c for c in self.sides.bad.caches if c.kind == kind and c.exists), None)
+        return Path(live.path) if live is not None else None
+
+
+def _set(env: dict[str, str], name: str, value: str | None) -> None:
+    if value is None:
+        env.pop(name, None)
+    else:
+        env[name] = value
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.absolute().relative_to(root.absolute())
+    except ValueError:
+        return False
+    return True
+
+
+def _rebased(value: str, root: Path, tree: Path) -> str:
+    """PYTHONPATH's entries inside the user's repository, pointed at the trial's copy: the
+    trial imports its own code, not the working tree's."""
+    out = []
+    for entry in value.split(os.pathsep):
+        try:
+            rel = Path(entry).absolute().relative_to(root)
+        except ValueError:
+            out.append(entry)
+        else:
+            out.append(str(tree / rel))
+    return os.pathsep.join(out)
+
+
+def _has_code(sides: Sides) -> bool:
+    return sides.good.code is not None and sides.bad.code is not None
+
+
+# --- the code -------------------------------------------------------------------------------
+
+
+class _Code:
+    """GOOD's and BAD's code: their commits, their patches (BAD's read from git whole: the
+    snapshot's may be redacted) and their untracked files."""
+
+    def __init__(self, sides: Sides, moves: tuple[Move, ...], notes: list[str]) -> None:
+        good, bad = sides.good.code, sides.bad.code
+        assert good is not None and bad is not None
+        self.good, self.bad = good, bad
+        self.root = Path(bad.root)
+        self.moves = {m.subject: m for m in moves if m.kind == "code"}
+        repo = _git.open_repo(self.root, required=True)
+        if HEAD in self.moves and not _git.commit_exists(repo, good.head):
+            raise EnvguardError(
+                f"the lock's commit {good.head[:12]} is not in {self.root}: GOOD's code cannot "
+                "be checked out (git fetch it, or pass --repo)"
+            )
+        self.live_patch = _git.run(repo, *_git.PATCH_CONFIG, *_DIFF)
+        if PATCH in self.moves and good.redacted:
+            raise EnvguardError(
+                f"the lock's uncommitted patch had {good.redacted} secret line(s) redacted, so "
+                "GOOD's code cannot be rebuilt byte for byte"
+            )
+        self.good_files = self._good_untracked(notes)
+
+    def build(self, applied: frozenset[Move], tree: Path, work: Workspace) -> Path:
+        # without a HEAD move, what lies between the two commits is envguard's own files
+        head = self.good.head if self._left(HEAD, applied) else self.bad.head
+        live = not self._left(PATCH, applied)
+        work.worktree(self.root, head, tree)
+        patch = self.live_patch if live else self.good.patch_bytes()
+        if patch:
+            self._apply(tree, patch, head)
+        files = self._live_untracked() if live else self.good_files
+        for rel, source in files:
+            _copy_file(source, tree / rel)
+        return tree
+
+    def _left(self, subject: str, applied: frozenset[Move]) -> bool:
+        """The code's move ``subject`` exists and this trial leaves it as GOOD has it."""
+        return subject in self.moves and self.moves[subject] not in applied
+
+    def _apply(self, tree: Path, patch: bytes, head: str) -> None:
+        file = tree.with_name(tree.name + ".patch")
+        file.write_bytes(patch)
+        try:
+            _run.run(["git", "-C", str(tree), *_git.PATCH_CONFIG, "apply", "--binary",
+                      "--whitespace=nowarn", str(file)], timeout=600)  # fmt: skip
+        except CommandError as exc:
+            raise Unbuildable(
+                f"the uncommitted patch does not apply on {head[:12]}: {exc}"
+            ) from None
+
+    def _live_untracked(self) -> list[tuple[str, Path | bytes]]:
+        return [(u.path, self.root / u.path) for u in self.bad.untracked
+                if not self.bad.is_own(u.path)]  # fmt: skip
+
+    def _good_untracked(self, notes: list[str]) -> list[tuple[str, Path | bytes]]:
+        """GOOD's untracked files: the live file where it is the same (by blob id), else the
+        content the lock kept (small text files); any other is missing from GOOD, said."""
+        live = {u.path: u.blob for u in self.bad.untracked}
+        out: list[tuple[str, Path | bytes]] = []
+        for u in self.good.untracked:
+            if self.good.is_own(u.path):
+                continue
+            if u.blob and live.get(u.path) == u.blob:
+                out.append((u.path, self.root / u.path))
+            elif u.content is not None and REDACTED not in u.content:
+                out.append((u.path, u.content.encode()))
+            elif PATCH in self.moves:
+                notes.append(f"{u.path}: untracked in the lock, its content not recorded: GOOD's "
+                             "trials run without it")  # fmt: skip
+        return out
+
+
+def _copy_file(source: Path | bytes, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(source, bytes):
+        dest.write_bytes(source)
+    elif source.is_symlink() or source.is_file():
+        shutil.copy2(source, dest, follow_symlinks=False)
+
+
+# --- GOOD's caches --------------------------------------------------------------------------
+
+
+def unpack_warm(lock_path: Path, good: Snapshot, into: Path) -> dict[str, Path]:
+    """The lock's saved caches, unpacked once into the work folder, as the archive holds
+    them: every trial gets a copy. restore --cache checks that a cache fits the venv it goes
+    to; a trial's cache is what the venv finds, fitting or not, so nothing here asks."""
+    from envguard.restore import cache_archive
+
+    blind = dataclasses.replace(good, torch=None, torch_family=(), packages=(), gpu=GpuState())
+    env = {
+        "TORCHINDUCTOR_CACHE_DIR": str(into / "inductor"),
+        "TRITON_CACHE_DIR": str(into / "triton"),
+    }
+    unpacked = cache_archive.restore(lock_path, good, blind, env)
+    return {u.kind: Path(u.path) for u in unpacked if u.kind in ("inductor", "triton")}

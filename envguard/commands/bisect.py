@@ -1,0 +1,178 @@
+"""``envguard bisect``: which of the facts that drifted since the lock costs the throughput.
+
+GOOD is what the lock recorded, BAD the live environment, picked as diff picks them. Each
+trial is GOOD with some moves applied (:mod:`envguard.bisect.trials`), the user's command
+measured in it; the search (:mod:`envguard.bisect.search`) picks the sets to try. Nothing of
+the user's is touched: trials live in a work folder that is cleaned however the run ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envguard import snapshot, targets
+from envguard.bisect import metric, moves, search, trials
+from envguard.bisect.metric import number
+from envguard.config import Config
+from envguard.errors import EnvguardError
+from envguard.restore.plan import Overrides
+from envguard.results.bisect import BisectDone, Culprit, TrialRow
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    command: tuple[str, ...]
+    metric: str = ""  # the regex whose first group is the number; "": exit statuses decide
+    direction: str = ""  # "higher" or "lower" is better; "" either way
+    unit: str = ""  # how the number reads on screen (Ktok/s)
+    runs: int = 1
+    tolerance: float = search.TOLERANCE
+    timeout: float = 3600.0
+    max_trials: int = 64
+    keep: Path | None = None
+    python: str | None = None
+    overrides: Overrides = field(default_factory=Overrides)
+
+
+def run(
+    cfg: Config,
+    lock: Path | None,
+    *,
+    venv: Path | None,
+    repo: Path | None,
+    options: Options,
+    on_event: Callable[[trials.Event], None] | None = None,
+) -> BisectDone:
+    if not options.command:
+        raise EnvguardError("nothing to run: envguard bisect [LOCK] -- COMMAND...")
+    try:
+        pattern = metric.compile_metric(options.metric) if options.metric else None
+    except ValueError as exc:
+        raise EnvguardError(str(exc)) from None
+    path, good, venv_path = targets.lock_for(lock, venv, cfg)
+    bad = snapshot.live_for(good, venv_path, repo=repo, lock_path=path)
+    sides = trials.Sides(lock_path=path.absolute(), good=good, bad=bad,
+                         environ=dict(os.environ), cwd=Path.cwd())  # fmt: skip
+    settings = trials.Settings(command=options.command, metric=pattern, runs=options.runs,
+                               timeout=options.timeout, overrides=options.overrides,
+                               python=options.python)  # fmt: skip
+    started = time.monotonic()
+    with trials.Workspace(options.keep) as work:
+        derived, warm = _moves(sides, work)
+        if not derived.moves:
+            why = f" ({'; '.join(derived.notes)})" if derived.notes else ""
+            raise EnvguardError(f"nothing to bisect: no fact a trial can move differs{why}")
+        runner = trials.Trials(sides, derived.moves, settings, work, warm=warm, on_event=on_event)
+        outcome = search.bisect(
+            derived.moves,
+            runner,
+            tolerance=options.tolerance,
+            # exit statuses: 0 is good, anything else bad
+            direction=options.direction or (None if pattern else "lower"),
+            max_trials=options.max_trials,
+        )
+    done = BisectDone(
+        lock=str(path.absolute()), venv=str(Path(venv_path).absolute()),
+        repo=bad.code.root if bad.code else "", command=options.command,
+        metric=options.metric, direction=options.direction, unit=options.unit,
+        runs=options.runs, tolerance=options.tolerance,
+        good=_value(outcome, frozenset()), bad=_value(outcome, frozenset(derived.moves)),
+        moves=derived.moves, trials=_rows(outcome, runner), notes=(*derived.notes, *runner.notes),
+        seconds=time.monotonic() - started, work=str(work.root) if options.keep else "",
+    )  # fmt: skip
+    return _ended(done, outcome, sides, Path(venv_path))
+
+
+def _moves(sides: trials.Sides, work: trials.Workspace) -> tuple[moves.Derived, dict[str, Path]]:
+    """The moves, and GOOD's caches unpacked for them (only when a cache is a move)."""
+    from envguard.restore import cache_archive
+
+    good, bad = sides.good, sides.bad
+    saved = cache_archive.archive_path(sides.lock_path).is_file()
+    derived = moves.derive(good, bad, warm=moves.saved_caches(good) if saved else ())
+    if not any(m.kind == "caches" for m in derived.moves):
+        return derived, {}
+    try:
+        warm = trials.unpack_warm(sides.lock_path, good, work.root / "warm")
+    except EnvguardError as exc:
+        derived = moves.derive(good, bad)
+        why = f"the lock's saved caches cannot be unpacked for the trials ({exc})"
+        return dataclasses.replace(derived, notes=(*derived.notes, why)), {}
+    return moves.derive(good, bad, warm=warm), warm
+
+
+def _value(outcome: search.Outcome[moves.Move], applied: frozenset[moves.Move]) -> float | None:
+    trial = outcome.trial(applied)
+    return trial.measured.value if trial is not None else None
+
+
+def _rows(outcome: search.Outcome[moves.Move], runner: trials.Trials) -> tuple[TrialRow, ...]:
+    rows = []
+    for t in outcome.trials:
+        timing = runner.timings[t.applied]
+        rows.append(
+            TrialRow(
+                index=timing.index,
+                applied=tuple(m for m in runner.moves if m in t.applied),
+                values=t.measured.values,
+                value=t.measured.value,
+                verdict=t.verdict,
+                seconds=timing.seconds,
+                build_seconds=timing.build_seconds,
+                failure=t.measured.failure,
+            )
+        )
+    return tuple(rows)
+
+
+def _ended(
+    done: BisectDone, outcome: search.Outcome[moves.Move], sides: trials.Sides, venv: Path
+) -> BisectDone:
+    refusal = _refusal(done, outcome)
+    if refusal:
+        return dataclasses.replace(done, refusal=refusal)
+    if outcome.stop:
+        return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects)
+    culprits = tuple(
+        Culprit(
+            move=m,
+            alone=_value(outcome, frozenset({m})),
+            fix=moves.fix(m, sides.good, sides.lock_path, venv.absolute()),
+        )
+        for m in outcome.culprits
+    )
+    return dataclasses.replace(
+        done, culprits=culprits, together=_value(outcome, frozenset(outcome.culprits))
+    )
+
+
+def _refusal(done: BisectDone, outcome: search.Outcome[moves.Move]) -> str:
+    """Why the search could not start, in one line; "" when it ran."""
+    first = {t.index: t for t in done.trials}
+    if outcome.stop in ("good-failed", "bad-failed"):
+        which, row = ("GOOD", first[1]) if outcome.stop == "good-failed" else ("BAD", first[2])
+        how = "cannot be built" if row.verdict == search.UNBUILDABLE else "breaks the command"
+        return f"{which} {how} ({row.failure}): nothing to compare with"
+    if outcome.stop not in ("alike", "better"):
+        return ""
+    if not done.metric:
+        says = {0.0: "succeeds", 1.0: "fails"}
+        return (
+            f"no regression to bisect: the command {says.get(done.good or 0.0, 'succeeds')} in "
+            f"GOOD and {says.get(done.bad or 0.0, 'succeeds')} in BAD"
+        )
+    unit = f" {done.unit}" if done.unit else ""
+    if outcome.stop == "alike":
+        return (
+            f"no regression to bisect: GOOD {number(done.good)} and BAD {number(done.bad)}{unit} "
+            "measure alike"
+        )
+    return (
+        f"no regression to bisect: BAD {number(done.bad)}{unit} is better than GOOD "
+        f"{number(done.good)} ({done.direction} is better)"
+    )

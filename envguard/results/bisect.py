@@ -1,0 +1,102 @@
+"""The result of ``envguard bisect``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from envguard.bisect.moves import Move, shell
+from envguard.model import Record
+from envguard.results import Result
+
+# why a search ended without culprits (exit 1), as people read it
+STOPS = {
+    "max-trials": "--max-trials reached",
+    "unresolved": "the trials that would tell were broken or could not be built",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialRow(Record):
+    index: int  # 1 is GOOD (no move), 2 is BAD (every move)
+    applied: tuple[Move, ...]
+    values: tuple[float, ...]  # one per run
+    value: float | None  # their median; None when broken or unbuildable
+    verdict: str  # good, bad, partial, broken, unbuildable
+    seconds: float
+    build_seconds: float  # its venv and code, before the first run
+    failure: str = ""  # why broken or unbuildable
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["applied"] = [{"kind": m.kind, "subject": m.subject} for m in self.applied]
+        out["value"] = self.value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Culprit(Record):
+    move: Move
+    alone: float | None  # GOOD with this move alone, measured (None: broken, or not tried)
+    fix: tuple[tuple[str, ...], ...]  # the commands that put just it back
+
+
+@dataclass(frozen=True, kw_only=True)
+class BisectDone(Result):
+    kind: ClassVar[str] = "bisect"
+    lock: str
+    venv: str
+    repo: str  # "" without one
+    command: tuple[str, ...]
+    metric: str  # the regex; "" when exit statuses decide
+    direction: str  # "higher", "lower" or ""
+    unit: str
+    runs: int
+    tolerance: float
+    good: float | None
+    bad: float | None
+    moves: tuple[Move, ...]
+    trials: tuple[TrialRow, ...]
+    culprits: tuple[Culprit, ...] = ()
+    together: float | None = None  # the culprits applied together
+    stop: str = ""  # "" when culprits were found; else why not (STOPS)
+    suspects: tuple[Move, ...] = ()  # where the culprits are, as far as the search got
+    refusal: str = ""  # why the search could not start (no regression, GOOD broken...)
+    notes: tuple[str, ...] = ()
+    seconds: float = 0.0
+    work: str = ""  # --keep: where the trials are
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.refusal else 1 if self.stop else 0
+
+    @property
+    def error(self) -> str | None:
+        return self.refusal or None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lock": self.lock, "venv": self.venv, "repo": self.repo,
+            "command": list(self.command), "metric": self.metric, "direction": self.direction,
+            "unit": self.unit, "runs": self.runs, "tolerance": self.tolerance,
+            "good": self.good, "bad": self.bad,
+            "moves": [_move(m) for m in self.moves],
+            "trials": [t.to_dict() for t in self.trials],
+            "culprits": [self._culprit(c) for c in self.culprits],
+            "together": None if not self.culprits else {"from": self.good, "to": self.together},
+            "found": not self.stop, "stop": STOPS.get(self.stop, ""),
+            "suspects": [_move(m) for m in self.suspects] if self.stop else [],
+            "notes": list(self.notes), "seconds": round(self.seconds, 3), "work": self.work or None,
+        }  # fmt: skip
+
+    def _culprit(self, c: Culprit) -> dict[str, Any]:
+        return {
+            **_move(c.move),
+            "effect": {"from": self.good, "to": c.alone},
+            "fix": " && ".join(shell(argv) for argv in c.fix),
+        }
+
+
+def _move(m: Move) -> dict[str, Any]:
+    return {"kind": m.kind, "subject": m.subject, "old": m.old, "new": m.new,
+            "members": list(m.members)}  # fmt: skip
