@@ -804,5 +804,94 @@ def fleet(
         _emit(command.run(cfg, lock, snapshots), show_all=show_all)
 
 
+class _LockThenCommand(_CommandAfter):
+    """``[LOCK] [OPTIONS] -- COMMAND...``: LOCK may be left out, so the command's first word
+    cannot say where it starts; ``--`` does."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ours, theirs = self._split(args)
+        if not theirs and {"-h", "--help"} & set(ours):
+            return click.Command.parse_args(self, ctx, ours)
+        if len(ours) >= len(args) or args[len(ours)] != "--" or not theirs:
+            raise click.UsageError("the benchmark goes after --: bisect [LOCK] -- COMMAND", ctx)
+        ctx.meta["envguard.command"] = tuple(theirs)
+        return click.Command.parse_args(self, ctx, ours)
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return [*super().collect_usage_pieces(ctx), "-- COMMAND..."]
+
+
+@cli.command(cls=_LockThenCommand, short_help="Which drifted fact costs the throughput.")
+@click.argument("lock", type=_PATH, required=False)
+@click.option("--venv", type=_PATH, help="The live venv, BAD (default: the lock's).")
+@click.option("--repo", type=_PATH, help="The live git repo (default: here, else the lock's).")
+@click.option(
+    "--metric", metavar="REGEX", help="The number to compare: the first group of REGEX in the "
+    "command's output (default: exit status 0 is good).",
+)  # fmt: skip
+@click.option("--higher-is-better/--lower-is-better", "higher", default=None,
+              help="Which way BAD must differ to be a regression (default: either).")  # fmt: skip
+@click.option("--unit", default="", help="How the number reads: Ktok/s, s/step.")
+@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs of each trial; their median counts.")  # fmt: skip
+@click.option(
+    "--tolerance", type=click.FloatRange(0, 0.5, min_open=True), default=0.25,
+    show_default=True, help="A trial within this share of the gap from BAD is bad.",
+)  # fmt: skip
+@click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), default=3600.0,
+    show_default=True, help="Seconds a run may take before it counts as broken.",
+)  # fmt: skip
+@click.option("--max-trials", type=click.IntRange(min=2), default=64, show_default=True,
+              help="Stop after this many trials.")  # fmt: skip
+@click.option("--keep", type=_PATH, metavar="DIR", help="Build the trials in DIR and keep them.")
+@_index_options
+@click.option("--python", "python", help="The interpreter to build trials with.")
+@_json_option
+@_common
+def bisect(lock: Path | None, as_json: bool, **kw: Any) -> None:
+    """Find which fact that drifted since LOCK (default: the project's) costs COMMAND's
+    throughput: GOOD is what LOCK recorded, BAD the live venv, code, caches and variables.
+
+    Each trial builds GOOD with some of the drifted facts applied (a venv by uv, a git
+    worktree, private caches, the variables) and runs COMMAND in it; nothing of yours is
+    touched. Halves first, as git bisect does, then the smallest set that costs the gap.
+
+    \b
+    Examples:
+      envguard bisect --metric 'tok/s ([0-9.]+)' --higher-is-better -- python b.py
+      envguard bisect LOCK --find-links /wheels --offline -- torchrun train.py
+
+    \b
+    Exit codes: 0 culprits found, 1 none found (--max-trials reached, or the
+    trials that would tell were broken), 2 error (no regression: GOOD and BAD
+    measure alike).
+    """
+    from envguard.commands import bisect as command
+
+    _interrupt_on_sigterm()  # a terminated bisect cleans its trials as an interrupted one
+    higher = kw.pop("higher")
+    if higher is not None and not kw["metric"]:
+        raise click.UsageError("--higher-is-better and --lower-is-better need --metric")
+    with _errors():
+        options = command.Options(
+            command=click.get_current_context().meta["envguard.command"],
+            metric=kw.pop("metric") or "", unit=kw.pop("unit"),
+            direction="" if higher is None else "higher" if higher else "lower",
+            runs=kw.pop("runs"), tolerance=kw.pop("tolerance"), timeout=kw.pop("timeout"),
+            max_trials=kw.pop("max_trials"), keep=kw.pop("keep"), python=kw.pop("python"),
+            overrides=_overrides(kw),
+        )  # fmt: skip
+        status = _UI.human(sys.stderr)
+        with _UI.progress() as step:
+            result = command.run(
+                _config(), lock, venv=kw.pop("venv"), repo=kw.pop("repo"), options=options,
+                on_event=lambda e: step(status.bisect_status(e), e.run, e.runs),
+            )  # fmt: skip
+        if result.error:
+            _fail(result.error, code=result.exit_code)
+        _emit(result)
+
+
 def main() -> None:
     cli.main(prog_name="envguard")

@@ -80,6 +80,7 @@ class Human:
             "tool list": self._tool_list,
             "tool remove": self._tool_remove,
             "restore": self._restore,
+            "bisect": self._bisect,
             "error": self._error,
         }
 
@@ -587,6 +588,131 @@ class Human:
         if code.back:
             yield from wrap(f"to go back: {code.back}", self.p.width, 2, first="")
 
+    # --- bisect -------------------------------------------------------------------------------
+
+    def _bisect(self, r: Any) -> Iterator[str]:
+        """GOOD and BAD, the moves, every trial, then the culprits and what puts each back
+        (a BisectDone; a refusal never gets here: it is an error line)."""
+        from envguard.bisect.moves import shell
+
+        unit = f" {r.unit}" if r.unit else ""
+        yield from self._bisect_verdict(r)
+        if self.verbosity < 0:
+            return
+        values = {k: self._bisect_value(r, v) + (unit if r.metric else "")
+                  for k, v in (("GOOD", r.good), ("BAD", r.bad))}  # fmt: skip
+        wide = max(map(len, values.values()))
+        live = f"{_p(r.venv)} with this repository's working tree, caches and variables"
+        for label, where in (("GOOD", _p(r.lock)), ("BAD", live)):
+            yield from wrap(f"{values[label]:>{wide}}  {where}", self.p.width, INDENT,
+                            first=f"{label:<{INDENT}}")  # fmt: skip
+        if r.metric:
+            how = f"--metric {shell((r.metric,))}" + (f", {r.direction} is better"
+                                                       if r.direction else "")  # fmt: skip
+        else:
+            how = "exit status 0 is good"
+        runs = f"the median of {r.runs} runs" if r.runs > 1 else "1 run"
+        yield from wrap(f"`{shell(r.command)}`: {how}; {runs} a trial", self.p.width, INDENT)
+        width = min(16, max(len(m.label) for m in r.moves))
+        for i, m in enumerate(r.moves):
+            label = plural(len(r.moves), "move") if i == 0 else ""
+            yield from headline(label, m.label, m.old, m.new, self.p, subject_width=width)
+        yield from self._bisect_trials(r)
+        yield from self._bisect_culprits(r, unit)
+        for note in r.notes:
+            yield from wrap(note, self.p.width, INDENT, first=self.p.paint("note", "dim") + " " * 6)
+        if r.work:
+            yield from wrap(f"the trials are kept in {_p(r.work)}", self.p.width, INDENT, first="")
+
+    def _bisect_verdict(self, r: Any) -> Iterator[str]:
+        took = f"{plural(len(r.trials), 'trial')}, {r.seconds:.1f} s"
+        if r.stop:
+            from envguard.results.bisect import STOPS
+
+            label, style = "No culprit", "bold yellow"
+            rest = f" after {took}: {STOPS.get(r.stop, r.stop)}"
+        else:
+            label, style = ("Culprit" if len(r.culprits) == 1 else "Culprits"), "bold red"
+            if len(r.culprits) == 1:
+                m = r.culprits[0].move
+                names = f"{m.subject} {m.old} → {_short_new(m.old, m.new)}"
+            else:
+                names = " and ".join(c.move.subject for c in r.culprits) + " together"
+            rest = f": {names} ({took})"
+        lines = wrap(label + rest, self.p.width, 2, first="")
+        yield self.p.paint(label, style) + lines[0][len(label) :]
+        yield from lines[1:]
+
+    def _bisect_value(self, r: Any, value: float | None) -> str:
+        from envguard.bisect.metric import number
+
+        if r.metric or value is None:
+            return number(value)
+        return {0.0: "exit 0", 1.0: "fails"}.get(value, "mixed")
+
+    def _bisect_trials(self, r: Any) -> Iterator[str]:
+        """One row a trial: what it applied, its metric and verdict, its time; why a trial
+        said nothing below it."""
+        room = max(20, self.p.width - 37)
+        every = len(r.moves)
+        yield self.p.paint(f"{'trial':>5}  {'applied':<{room}}  {'metric':>8}  {'verdict':<12}"
+                           f"{'time':>6}", "bold")  # fmt: skip
+        shown = {"unbuildable": "cannot build"}
+        for t in r.trials:
+            if not t.applied:
+                what = "nothing (GOOD)"
+            elif len(t.applied) == every:
+                what = f"all {plural(every, 'move')} (BAD)"
+            else:
+                what = _fitted([m.label for m in t.applied], room)
+            verdict = shown.get(t.verdict, t.verdict)
+            style = {"bad": "red", "good": "green"}.get(t.verdict, "yellow")
+            yield (f"{t.index:>5}  {what:<{room}}  {self._bisect_value(r, t.value):>8}  "
+                   f"{self.p.paint(f'{verdict:<12}', style)}{t.seconds:>4.1f} s")  # fmt: skip
+            if t.failure:
+                for line in wrap(t.failure, self.p.width, 7):
+                    yield self.p.paint(line, "dim")
+
+    def _bisect_culprits(self, r: Any, unit: str) -> Iterator[str]:
+        from envguard.bisect.metric import number
+        from envguard.bisect.moves import shell
+
+        if r.stop:
+            among = ", ".join(m.subject for m in r.suspects)
+            yield from wrap(f"among {among}", self.p.width, INDENT, first="suspects  ")
+            return
+        good = number(r.good)
+        if len(r.culprits) > 1:
+            yield from wrap(f"together: {good} → {number(r.together)}{unit}", self.p.width,
+                            INDENT, first="culprits  ")  # fmt: skip
+        for c in r.culprits:
+            m = c.move
+            effect = f"{good} → {number(c.alone)}{unit}"
+            said = f"{m.subject} {m.old} → {_short_new(m.old, m.new)}: "
+            said += effect if len(r.culprits) == 1 else f"alone {effect}"
+            alone = len(r.culprits) == 1
+            yield from wrap(said, self.p.width, INDENT + 2,
+                            first="culprit   " if alone else " " * INDENT)  # fmt: skip
+            # each command whole on its line, as every value on a screen
+            pad = " " * (INDENT if alone else INDENT + 2)
+            commands = [
+                f"`{shell(tuple(_p(a) if a.startswith('/') else a for a in argv))}`"
+                for argv in c.fix
+            ]
+            for i, command in enumerate(commands):
+                lead = f"{pad}put it back: " if i == 0 else pad + " " * len("put it back: ")
+                yield lead + command + (" &&" if i < len(commands) - 1 else "")
+
+    def bisect_status(self, event: Any) -> str:
+        """The status line of the trial that runs: what it applied, its values so far."""
+        from envguard.bisect.metric import number
+
+        what = ", ".join(m.label for m in event.applied) or "nothing (GOOD)"
+        values = " ".join(number(v) for v in event.values)
+        line = f"trial {event.trial}: {what}" + (f": {values}" if values else "")
+        room = max(20, self.p.width - 40)  # the bar, counts and time take the rest
+        return line if len(line) <= room else line[: room - 1] + "…"
+
 
 def _node_names(nodes: Sequence[Node]) -> dict[str, str]:
     """Each node file's name on screen: its host, and the file's name too where one host is
@@ -659,3 +785,20 @@ def _short(command: tuple[str, ...]) -> str:
     from envguard.attribution import short_command  # only the run screen needs it
 
     return short_command(command)
+
+
+def _fitted(labels: list[str], room: int) -> str:
+    """As many labels as fit in ``room``, the rest counted: "torch, sglang and 3 more"."""
+    for n in range(len(labels), 0, -1):
+        rest = len(labels) - n
+        text = ", ".join(labels[:n]) + (f" and {rest} more" if rest else "")
+        if len(text) <= room:
+            return text
+    return f"{len(labels)} moves"
+
+
+def _short_new(old: str, new: str) -> str:
+    """``+cu130`` for 2.11.0+cu130 after 2.11.0+cu128: only the build label differs."""
+    a, _, la = old.partition("+")
+    b, _, lb = new.partition("+")
+    return f"+{lb}" if a == b and la and lb else new

@@ -1,0 +1,326 @@
+"""envguard bisect end to end (#21): real wheels installed by the real uv, a git repository, a
+saved Inductor cache, and a benchmark whose speed depends on one drifted fact (or two).
+
+One incident for the module: GOOD (the committed lock) has speedlib 1.0, a warm cache, a
+clean tree and no CUDA_LAUNCH_BLOCKING; BAD has speedlib 2.0 with the fastmath it requires,
+helper 1.0 installed on its own, the cache gone, model.py edited and CUDA_LAUNCH_BLOCKING=1.
+Five moves, in the order the search takes them: helper, speedlib (+fastmath), the patch, the
+cache, the variable. ``BENCH_SLOW_WHEN`` (a variable envguard does not record, so it passes
+through to every trial) says which facts the benchmark is slow with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from envguard.demo.cache import make
+from envguard.demo.wheels import build_wheel
+from tests.conftest import git, make_venv, uv_bin, uv_install
+from tests.project import invoke
+
+BENCH = """\
+import os, pathlib, sys, time
+import model, speedlib
+
+facts = {
+    "speedlib": speedlib.__version__ == "2.0",
+    "cache": not any(pathlib.Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).glob("fxgraph/*/*")),
+    "patch": model.SLOW,
+    "env": os.environ.get("CUDA_LAUNCH_BLOCKING") == "1",
+}
+if os.environ.get("BENCH_BREAK") == "patch" and facts["patch"] and not facts["env"]:
+    raise SystemExit("model.SLOW needs CUDA_LAUNCH_BLOCKING")
+hold = os.environ.get("BENCH_HOLD")
+if hold and facts["speedlib"] and not facts["patch"] and not facts["env"]:
+    pathlib.Path(hold).touch()  # mid-search: the test interrupts bisect now
+    time.sleep(60)
+slow = all(facts.get(f) for f in os.environ.get("BENCH_SLOW_WHEN", "speedlib").split("+"))
+log = os.environ.get("BENCH_LOG")
+if log:  # one line a run, of what it had
+    with open(log, "a") as f:
+        f.write(" ".join(sorted(k for k, v in facts.items() if v)) + "\\n")
+if os.environ.get("BENCH_EXIT"):
+    raise SystemExit(1 if slow else 0)
+print("step 1 throughput: 9.9")
+print("throughput:", 4.3 if slow else 21.5)
+"""
+METRIC = ("--metric", r"throughput: ([0-9.]+)", "--higher-is-better", "--unit", "Ktok/s")
+
+
+@dataclass
+class Incident:
+    root: Path  # the repository
+    venv: Path
+    house: Path
+    lock: Path
+    cache: Path  # where the Inductor cache was (gone now)
+    env: dict[str, str | None]  # BAD's environment
+
+    def bisect(
+        self, *args: str, slow: str = "speedlib", env: dict[str, str | None] | None = None
+    ) -> tuple[int, str, str]:
+        full = {**self.env, "BENCH_SLOW_WHEN": slow, **(env or {})}
+        return invoke("bisect", *self.indexes(), *args, "--", "python", "bench.py", env=full)
+
+    def indexes(self) -> tuple[str, ...]:
+        return ("--find-links", str(self.house), "--offline")
+
+
+@pytest.fixture(scope="module")
+def incident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Incident]:
+    base = tmp_path_factory.mktemp("bisect")
+    house = base / "house"
+    build_wheel(house, "speedlib", "1.0", files={"speedlib/__init__.py": '__version__ = "1.0"\n'})
+    build_wheel(house, "speedlib", "2.0", files={"speedlib/__init__.py": '__version__ = "2.0"\n'},
+                requires=["fastmath==1.0"])  # fmt: skip
+    build_wheel(house, "fastmath", "1.0")
+    build_wheel(house, "helper", "1.0")
+    root = base / "train"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "bench.py").write_text(BENCH)
+    (root / "model.py").write_text("SLOW = False\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "known good")
+    venv = make_venv(root / ".venv")
+    uv_install(venv, house, "speedlib==1.0")
+    cache = make(base / "inductor")
+    env: dict[str, str | None] = {
+        "VIRTUAL_ENV": str(venv), "TORCHINDUCTOR_CACHE_DIR": str(cache),
+        "TRITON_CACHE_DIR": str(base / "triton"), "ENVGUARD_CACHE_DIR": str(base / "eg-cache"),
+        "CUDA_LAUNCH_BLOCKING": None, "NO_COLOR": "1", "COLUMNS": "80",
+    }  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        code, _, err = invoke("snapshot", "-q", "--save-cache", env=env)
+        assert code == 0, err
+    git(root, "add", "lockfiles")
+    git(root, "commit", "-q", "-m", "lock")
+    # the drift: an upgrade (bringing fastmath), a package on its own, a cleaned cache, an
+    # edit, a variable
+    uv_install(venv, house, "speedlib==2.0", "helper==1.0")
+    shutil.rmtree(cache)
+    (root / "model.py").write_text("SLOW = True\n")
+    env["CUDA_LAUNCH_BLOCKING"] = "1"
+    lock = root / "lockfiles" / "train.envguard.toml"
+    yield Incident(root=root, venv=venv, house=house, lock=lock, cache=cache, env=env)
+
+
+@pytest.fixture
+def here(incident: Incident, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Incident:
+    """In the repository, with a work folder of this test's own."""
+    monkeypatch.chdir(incident.root)
+    incident.env["ENVGUARD_CACHE_DIR"] = str(tmp_path / "envguard-cache")
+    return incident
+
+
+def _json(out: str) -> dict:  # type: ignore[type-arg]
+    doc = json.loads(out)
+    assert doc["kind"] == "bisect"
+    return doc["result"]  # type: ignore[no-any-return]
+
+
+def _applied(trial: dict) -> set[str]:  # type: ignore[type-arg]
+    return {m["subject"] for m in trial["applied"]}
+
+
+@pytest.mark.parametrize(
+    ("slow", "culprits", "trials"),
+    [
+        ("speedlib", {"speedlib"}, 6),
+        ("patch", {"uncommitted patch"}, 5),
+        ("cache", {"Inductor cache"}, 5),
+        ("env", {"CUDA_LAUNCH_BLOCKING"}, 6),
+        ("patch+env", {"uncommitted patch", "CUDA_LAUNCH_BLOCKING"}, 10),
+    ],
+)
+def test_each_culprit_is_found_exactly(
+    here: Incident, slow: str, culprits: set[str], trials: int
+) -> None:
+    code, out, err = here.bisect(*METRIC, "--json", slow=slow)
+    assert code == 0, err
+    result = _json(out)
+    assert [m["subject"] for m in result["moves"]] == [
+        "helper", "speedlib", "uncommitted patch", "Inductor cache", "CUDA_LAUNCH_BLOCKING",
+    ]  # fmt: skip
+    assert {c["subject"] for c in result["culprits"]} == culprits
+    assert len(result["trials"]) == trials
+    assert (result["good"], result["bad"]) == (21.5, 4.3)
+    if len(culprits) == 1:
+        (culprit,) = result["culprits"]
+        assert culprit["effect"] == {"from": 21.5, "to": 4.3}
+    else:  # neither alone costs it
+        assert {c["effect"]["to"] for c in result["culprits"]} == {21.5}
+        assert result["together"] == {"from": 21.5, "to": 4.3}
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (its .git aside) by content and mode, links by target."""
+    out = {}
+    for path in sorted(root.rglob("*")) if root.exists() else []:
+        rel = str(path.relative_to(root))
+        if rel == ".git" or rel.startswith(".git/"):
+            continue
+        if path.is_symlink():
+            out[rel] = "-> " + os.readlink(path)
+        elif path.is_file():
+            out[rel] = f"{path.stat().st_mode:o} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+    return out
+
+
+def _users(inc: Incident) -> dict[str, object]:
+    """What bisect must leave as it found it: the venv, the working tree, the stash and
+    worktrees, the caches (gone, and to stay gone), the lock and its archive."""
+    python = str(inc.venv / "bin" / "python")
+    freeze = subprocess.run(
+        [uv_bin(), "pip", "freeze", "--python", python], capture_output=True, text=True, check=True
+    ).stdout
+    return {
+        "freeze": freeze,
+        "venv": _tree(inc.venv),
+        "tree": _tree(inc.root),
+        "status": git(inc.root, "status", "--porcelain", "-uall"),
+        "stash": git(inc.root, "stash", "list"),
+        "worktrees": git(inc.root, "worktree", "list", "--porcelain"),
+        "admin": sorted(p.name for p in (inc.root / ".git").iterdir()),
+        "inductor": _tree(inc.cache), "inductor here": inc.cache.exists(),
+        "triton": _tree(Path(str(inc.env["TRITON_CACHE_DIR"]))),
+    }  # fmt: skip
+
+
+def _work(inc: Incident) -> list[str]:
+    """What is left of envguard's work folders."""
+    root = Path(str(inc.env["ENVGUARD_CACHE_DIR"])) / "bisect"
+    return sorted(str(p) for p in root.rglob("*")) if root.exists() else []
+
+
+def test_the_screen_at_80_columns_and_nothing_of_the_users_touched(here: Incident) -> None:
+    before = _users(here)
+    code, out, err = here.bisect(*METRIC)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines), out
+    assert lines[0].startswith("Culprit: speedlib 1.0 → 2.0 (6 trials, ")
+    assert lines[1] == "GOOD      21.5 Ktok/s  lockfiles/train.envguard.toml"
+    assert lines[2].startswith("BAD        4.3 Ktok/s  .venv with this repository's")
+    table = lines[lines.index(next(ln for ln in lines if ln.startswith("trial"))) + 1 :][:6]
+    assert [ln.split()[0] for ln in table] == ["1", "2", "3", "4", "5", "6"]
+    assert "nothing (GOOD)" in table[0] and "all 5 moves (BAD)" in table[1]
+    assert table[5].split()[1:5] == ["speedlib", "(+1)", "4.3", "bad"]
+    assert "culprit   speedlib 1.0 → 2.0: 21.5 → 4.3 Ktok/s" in lines
+    assert "          put it back: `uv pip install --python .venv speedlib==1.0` &&" in lines
+    assert _users(here) == before
+    assert _work(here) == []
+
+
+def test_no_regression_is_refused_before_any_search(here: Incident, tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    code, out, err = here.bisect(*METRIC, "--json", slow="never", env={"BENCH_LOG": str(log)})
+    assert code == 2
+    assert "no regression to bisect: GOOD 21.5 and BAD 21.5 Ktok/s measure alike" in err
+    doc = json.loads(out)
+    assert doc["result"] is None and "no regression" in doc["error"]
+    assert log.read_text().splitlines() == ["", "cache env patch speedlib"]  # GOOD, BAD
+    assert _work(here) == []
+
+
+def test_a_broken_trial_is_never_counted_bad(here: Incident, tmp_path: Path) -> None:
+    """The patch without CUDA_LAUNCH_BLOCKING crashes: that trial says nothing; the cache
+    is found all the same. --keep keeps every trial, its code and output."""
+    keep = tmp_path / "kept"
+    code, out, err = here.bisect(*METRIC, "--json", "--keep", str(keep), slow="cache",
+                                 env={"BENCH_BREAK": "patch"})  # fmt: skip
+    assert code == 0, err
+    result = _json(out)
+    assert [c["subject"] for c in result["culprits"]] == ["Inductor cache"]
+    verdicts = [(sorted(_applied(t)), t["verdict"]) for t in result["trials"]]
+    assert verdicts == [
+        ([], "good"),
+        (sorted(m["subject"] for m in result["moves"]), "bad"),
+        (["helper", "speedlib", "uncommitted patch"], "broken"),
+        (["CUDA_LAUNCH_BLOCKING", "Inductor cache"], "bad"),
+        (["Inductor cache"], "bad"),
+    ]
+    assert "model.SLOW needs CUDA_LAUNCH_BLOCKING" in result["trials"][2]["failure"]
+    assert result["work"] == str(keep)
+    assert "model.SLOW needs" in (keep / "trial-03" / "run-1" / "output.txt").read_text()
+    assert (keep / "trial-03" / "code-kept" / "model.py").read_text() == "SLOW = True\n"
+    assert (keep / "trial-01" / "venv" / "bin" / "python").exists()
+    assert git(here.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_a_combination_uv_refuses_is_said_and_skipped(here: Incident, tmp_path: Path) -> None:
+    """uv refuses helper 1.0 beside speedlib 1.0 (as it refuses a pin its indexes lack):
+    that trial cannot be built, and speedlib is found all the same."""
+    fake = tmp_path / "uv"
+    fake.write_text(f"""#!/bin/sh
+if [ "$1" = pip ] && [ "$2" = sync ]; then
+  for last; do :; done
+  if grep -qx 'helper==1.0' "$last" && grep -qx 'speedlib==1.0' "$last"; then
+    echo "error: helper 1.0 cannot be installed beside speedlib 1.0" >&2; exit 1
+  fi
+fi
+exec {uv_bin()} "$@"
+""")
+    fake.chmod(0o755)
+    code, out, err = here.bisect(*METRIC, "--json", env={"ENVGUARD_UV": str(fake)})
+    assert code == 0, err
+    result = _json(out)
+    assert [c["subject"] for c in result["culprits"]] == ["speedlib"]
+    assert len(result["trials"]) == 6
+    (refused,) = [t for t in result["trials"] if t["verdict"] == "unbuildable"]
+    assert _applied(refused) == {"helper"} and refused["value"] is None
+    assert "uv refuses these pins" in refused["failure"]
+    assert "cannot be installed beside speedlib 1.0" in refused["failure"]
+
+
+def test_without_a_metric_the_exit_status_decides(here: Incident, tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    code, out, err = here.bisect("--runs", "3", "--json", slow="env",
+                                 env={"BENCH_EXIT": "1", "BENCH_LOG": str(log)})  # fmt: skip
+    assert code == 0, err
+    result = _json(out)
+    assert [c["subject"] for c in result["culprits"]] == ["CUDA_LAUNCH_BLOCKING"]
+    assert (result["good"], result["bad"]) == (0.0, 1.0)
+    assert [t["values"] for t in result["trials"][:2]] == [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
+    assert len(result["trials"]) == 6 and len(log.read_text().splitlines()) == 18
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_interrupted_mid_search_leaves_nothing_behind(
+    here: Incident, tmp_path: Path, how: str
+) -> None:
+    before = _users(here)
+    hold = tmp_path / "holding"
+    env = {k: v for k, v in {**os.environ, **here.env}.items() if v is not None}
+    env.update(BENCH_SLOW_WHEN="speedlib", BENCH_HOLD=str(hold))
+    argv = [sys.executable, "-m", "envguard", "bisect", *here.indexes(), *METRIC,
+            "--", "python", "bench.py"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=here.root, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not hold.exists():  # trial 4 (speedlib alone): its venv and worktree exist
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    assert len(_work(here)) > 0
+    if how == "ctrl-c":  # the terminal's ^C goes to the whole foreground group
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["error: interrupted"]
+    assert _work(here) == []
+    assert _users(here) == before
