@@ -96,6 +96,22 @@ def test_cu12_and_cu13_side_by_side_follow_torch(tmp_path: Path) -> None:
     assert new.runtime and new.runtime.version == "13.0"
 
 
+def test_a_wheel_of_the_runtime_is_named_by_preflights_rule(tmp_path: Path) -> None:
+    """Both names of cu13's runtime installed: the probe names the one ``owner`` names,
+    which preflight forecasts by (#22); a cuDNN add-on is no cuDNN wheel."""
+    extra = [
+        Distribution(name="nvidia-cuda-runtime-cu13", version="13.0.48"),
+        Distribution(name="nvidia-cudnn-frontend", version="1.15.0"),
+    ]
+    dists = [*H200_WHEELS, *extra]
+    stack, _ = cuda.probe((_site(tmp_path, H200_SITE),), dists, torch_cuda="13.0", system_roots=())
+    wheels = {d.name: d.version for d in dists}
+    assert stack.runtime and stack.runtime.wheel == "nvidia-cuda-runtime-cu13"
+    assert stack.runtime.wheel == cuda.owner(wheels, "nvidia-cuda-runtime", "13")
+    assert stack.cudnn and stack.cudnn.wheel == "nvidia-cudnn-cu13"
+    assert cuda.owner({"nvidia-cudnn-frontend": "1.15.0"}, "nvidia-cudnn", "13") is None
+
+
 def test_no_cuda_at_all(tmp_path: Path) -> None:
     stack, warnings = cuda.probe((tmp_path,), [], system_roots=())
     assert (stack.runtime, stack.cudnn, stack.nccl, stack.wheels) == (None, None, None, {})

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from envguard import preflight
+from envguard import lockfile, preflight
 from envguard.demo.incident import _training_set
 from envguard.demo.wheels import build_wheel, cudart_header, cudnn_header, torch_version_py
+from envguard.model import CudaLibrary
 from tests.conftest import make_venv, offline_install, uv_install
 from tests.project import Key, invoke
 
@@ -95,6 +96,14 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "12.8.90",
         files={"nvidia/cuda_runtime/include/cuda_runtime_api.h": cudart_header(12080)},
     )
+    # cu13's runtime under its deprecated name, beside nvidia-cuda-runtime: the same header
+    for version, code in (("13.0.48", 13000), ("13.1.80", 13010)):
+        build_wheel(
+            house,
+            "nvidia-cuda-runtime-cu13",
+            version,
+            files={"nvidia/cu13/include/cuda_runtime_api.h": cudart_header(code)},
+        )
     return house
 
 
@@ -205,6 +214,34 @@ def test_the_forecast_is_the_diff_the_install_leaves(
     )
     assert {"torchvision", "torchaudio"} <= {c["subject"] for c in forecast["changes"]}
     assert _torch(forecast)["new"] == _torch(real)["new"] == "2.14.1+cu130"
+
+
+def test_both_names_of_the_cu13_runtime_are_one_wheel_to_snapshot_and_forecast(
+    venv: Path, house: Path, tmp_path: Path
+) -> None:
+    """nvidia-cuda-runtime and nvidia-cuda-runtime-cu13 side by side: the snapshot names the
+    runtime's wheel by preflight's rule, so the forecast of an install that moves it is the
+    next snapshot's runtime, wheel and all. The probe named the other one (#22)."""
+    uv_install(venv, house, "nvidia-cuda-runtime-cu13==13.0.48")
+    before = _runtime(venv, tmp_path / "before.envguard.toml")
+    assert (before.version, before.wheel) == ("13.0", "nvidia-cuda-runtime-cu13")
+    lock = lockfile.read(tmp_path / "before.envguard.toml")
+    move = [preflight.Planned(name="nvidia-cuda-runtime-cu13", version="13.1.80")]
+    forecast = preflight.predict(lock, move).cuda.runtime
+    uv_install(venv, house, "nvidia-cuda-runtime-cu13==13.1.80")
+    after = _runtime(venv, tmp_path / "after.envguard.toml")
+    assert forecast and (forecast.version, forecast.wheel) == (after.version, after.wheel)
+    assert after.wheel == "nvidia-cuda-runtime-cu13" and after.version == "13.1"
+    # an install that leaves the runtime alone forecasts it unchanged
+    stays = preflight.predict(lock, [preflight.Planned(name="torch", version="2.13.1")])
+    assert stays.cuda.runtime == lock.cuda.runtime
+
+
+def _runtime(venv: Path, lock: Path) -> CudaLibrary:
+    assert invoke("snapshot", "--venv", str(venv), "-o", str(lock), "-q")[0] == 0
+    runtime = lockfile.read(lock).cuda.runtime
+    assert runtime is not None
+    return runtime
 
 
 @pytest.mark.parametrize(

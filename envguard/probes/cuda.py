@@ -23,6 +23,7 @@ _RUNTIME_HEADERS = (
 )
 _CUDNN_HEADER = "nvidia/cudnn/include/cudnn_version.h"
 _NCCL_HEADER = "nvidia/nccl/include/nccl.h"
+_SUFFIXED = re.compile(r"-cu\d+")  # a wheel of one CUDA major: nvidia-cudnn-cu13
 _SO_VERSION = re.compile(r"^lib(cudnn|nccl|cudart)\.so\.(\d+\.\d+\.\d+)$")
 DEFAULT_SYSTEM_ROOTS = ("/usr", "/usr/local/cuda")
 
@@ -70,12 +71,20 @@ def _roots(given: Iterable[str] | None) -> tuple[str, ...]:
 def owner(wheels: Mapping[str, str], prefix: str, major: str | None) -> str | None:
     """The wheel among ``wheels`` that provides the library named by ``prefix`` for CUDA
     ``major``: the one with its ``-cuNN`` suffix, else (13 and later) the unsuffixed one, else
-    the first. preflight picks by the same rule, so the forecast and the snapshot agree."""
-    names = [n for n in sorted(wheels) if n.startswith(prefix)]
+    the first. The one rule: the probe names a snapshot's wheels by it, and preflight the
+    wheels an install will leave, so that the forecast and the next snapshot agree."""
+    names = [n for n in sorted(wheels) if _provides(n, prefix)]
     matching = [n for n in names if major and n.endswith(f"-cu{major}")]
-    unsuffixed = [n for n in names if not any(n.endswith(f"-cu{m}") for m in ("11", "12", "13"))]
     # cu13 wheels dropped the suffix for the toolkit parts (nvidia-cuda-runtime 13.0.96).
-    return next(iter(matching or (unsuffixed if major and int(major) >= 13 else []) or names), None)
+    unsuffixed = [n for n in names if n == prefix and major and int(major) >= 13]
+    return next(iter(matching or unsuffixed or names), None)
+
+
+def _provides(name: str, prefix: str) -> bool:
+    """``prefix`` itself or ``prefix-cuNN``: nvidia-cudnn-frontend is no cuDNN."""
+    return name == prefix or (
+        name.startswith(prefix) and _SUFFIXED.fullmatch(name[len(prefix) :]) is not None
+    )
 
 
 def _wheel_runtime(
@@ -89,17 +98,9 @@ def _wheel_runtime(
     if not found:
         return None
     version, rel = next((f for f in found if f[0].split(".")[0] == major), found[0])
-    owners = [
-        n
-        for n in wheels
-        if n.startswith("nvidia-cuda-runtime") and wheels[n].split(".")[0] == version.split(".")[0]
-    ]
-    return CudaLibrary(
-        name="cudart",
-        version=version,
-        source=rel,
-        wheel=min(owners) if owners else owner(wheels, "nvidia-cuda-runtime", major),
-    )
+    # the wheel of the header's own major, which may not be torch's when torch's is missing
+    wheel = owner(wheels, "nvidia-cuda-runtime", version.split(".")[0])
+    return CudaLibrary(name="cudart", version=version, source=rel, wheel=wheel)
 
 
 def _wheel_lib(
