@@ -8,6 +8,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis profiles, picked by HYPOTHESIS_PROFILE: ``ci`` (the default) runs each property at
+# Hypothesis' own count with no deadline (the cores are shared: a slow example is not a bug);
+# ``thorough`` runs ten times as many, and the hostile-lockfile fuzz at its full 10,000
+# (ENVGUARD_FUZZ_LOCKS sets that one count alone). A test's own @settings(max_examples=...)
+# wins over both.
+settings.register_profile("ci", deadline=None)
+settings.register_profile("thorough", deadline=None, max_examples=1_000)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(PROFILE)
+FUZZ_LOCKS = int(
+    os.environ.get("ENVGUARD_FUZZ_LOCKS") or (10_000 if PROFILE == "thorough" else 300)
+)
 
 FIXTURES = (
     Path(__file__).resolve().parents[1].parent
