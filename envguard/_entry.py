@@ -78,8 +78,9 @@ def diff(kw: dict[str, Any]) -> None:
     emit(result, **view)
 
 
-def emit(result: Result, **view: Any) -> None:
-    """Print the result as asked, and exit with its code."""
+def emit(result: Result, *, failure: str | None = None, **view: Any) -> None:
+    """Print the result as asked, and exit with its code. ``failure``: the error line of a
+    result that holds what was done all the same (a restore that left a part undone)."""
     from envguard import _term
 
     stream = sys.stderr if result.wrote_to_stdout else sys.stdout
@@ -90,6 +91,10 @@ def emit(result: Result, **view: Any) -> None:
     else:
         stream.write(_term.visible(UI.human(stream, **view).format(result)))
     stream.flush()
+    if failure is not None:
+        from envguard.output import lines
+
+        lines.error_line(failure)
     sys.exit(result.exit_code)
 
 

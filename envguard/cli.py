@@ -27,7 +27,6 @@ from envguard._entry import fail as _fail
 
 if TYPE_CHECKING:
     from envguard.restore.plan import Overrides
-    from envguard.results import Result
 
 _PATH = click.Path(path_type=Path)
 _AREAS = "python, torch, cuda, gpu, code, caches, libraries, packages, env, host"
@@ -326,7 +325,7 @@ def diff(
 )
 @_json_option
 @_common
-def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
+def restore(lock: Path | None, as_json: bool, yes: bool, **kw: Any) -> None:
     """Rebuild the venv of LOCK (default: the project's) with uv: exact pins, verified, the
     old venv kept.
 
@@ -342,59 +341,39 @@ def restore(lock: Path | None, as_json: bool, **kw: Any) -> None:
     untouched), 2 error, 3 partly restored (--all: some parts restored, the others
     not, each said with its reason).
     """
-    from envguard import _term, lockfile, targets
-    from envguard.restore import command
-    from envguard.results.restore import RestoreDone
+    from envguard.commands import restore as command
 
     _interrupt_on_sigterm()
     with _errors():
-        path = targets.lock_path(lock, kw["venv"], _config())
-        code, cache, everything = kw.pop("code"), kw.pop("cache"), kw.pop("everything")
-        yes, dry_run = kw.pop("yes"), kw.pop("dry_run")
-        cache_dirs = (*kw.pop("cache_dirs"), *_config().cache_dirs)
-        req = command.Request(
-            lock_path=path,
-            lock=lockfile.read(path),
-            overrides=_overrides(kw),
-            venv_step=everything or not (code or cache),
-            caches_step=everything or cache,
-            code_step=everything or code,
-            dry_run=dry_run,
-            lockfiles=_config().lockfiles,
-            cache_dirs=cache_dirs,
-            **kw,
-        )
-        plan, unchanged = command.prepare(req)
+        overrides = _overrides(kw)
+        planned = command.prepare(_config(), lock, overrides=overrides, **kw)
         human = _UI.human()
-        if plan is not None and not as_json and (_UI.verbosity >= 0 or dry_run):
-            shown = _term.visible(human.restore_plan(plan, full=dry_run, unchanged=unchanged))
-            # color=True: its only codes are envguard's, as --color decided; click would
-            # strip them off a terminal, --color always included
-            click.echo(shown, nl=False, color=True)
-        if plan is not None and plan.replaces_existing and not (yes or dry_run or unchanged):
-            if not sys.stdin.isatty():
-                raise click.UsageError("restore replaces the venv: pass --yes to confirm")
-            question = f"Replace {plan.venv} (the old venv is kept)?"
-            click.confirm(_term.visible(question), abort=True)
+        if not as_json:
+            _show(human.restore_plan(planned))
+        if planned.replaces and not yes:
+            _confirm(planned.replaces)
         with _UI.progress() as step:
-            result = command.run(
-                req,
-                plan,
-                unchanged,
-                on_step=None if as_json else lambda s: step.echo(human.restore_step(s)),
-                progress=step,
-            )
-        if result.error:
-            prefix = "not restored: " if result.exit_code == 1 else ""
-            if as_json:
-                click.echo(_json(RestoreDone(result=result)), nl=False)
-            from envguard.output import lines
+            tell = None if as_json else lambda s: step.echo(human.restore_step(s))
+            done = command.run(planned, on_step=tell, progress=step)
+        _emit(done, failure=done.failure)
 
-            lines.error_line(prefix + result.error)
-            sys.exit(result.exit_code)
-        if as_json:
-            _emit(RestoreDone(result=result))
-    sys.exit(0)
+
+def _show(plan: str) -> None:
+    from envguard import _term
+
+    # color=True: its only codes are envguard's, as --color decided; click would strip them
+    # off a terminal, --color always included
+    click.echo(_term.visible(plan), nl=False, color=True)
+
+
+def _confirm(venv: str) -> None:
+    """Replacing a venv is asked first (the prompt is the screen's); a script, with no one
+    to ask, passes --yes."""
+    from envguard import _term
+
+    if not sys.stdin.isatty():
+        raise click.UsageError("restore replaces the venv: pass --yes to confirm")
+    click.confirm(_term.visible(f"Replace {venv} (the old venv is kept)?"), abort=True)
 
 
 def _interrupt_on_sigterm() -> None:
@@ -406,12 +385,6 @@ def _interrupt_on_sigterm() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-
-
-def _json(result: Result) -> str:
-    from envguard.output.json import Json
-
-    return Json().format(result)
 
 
 @cli.command()

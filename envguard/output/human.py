@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.results.journal import LogDone, RunDone
     from envguard.results.manage import BackupsDone, ExportDone, ProtectDone, UnprotectDone
     from envguard.results.preflight import PreflightDone
-    from envguard.results.restore import RestoreDone
+    from envguard.results.restore import RestoreDone, RestorePlanned
     from envguard.results.snapshot import SnapshotDone
     from envguard.results.tools import ToolAdded, ToolRemoved, ToolsListed
     from envguard.targets import Resnapshot
@@ -60,7 +60,9 @@ class Human:
         return Painter(self.width, self.color)
 
     def format(self, result: Result) -> str:
-        return block(self.renderers()[result.kind](result))
+        lines = list(self.renderers()[result.kind](result))
+        # a screen said as it happened (restore's steps) leaves nothing, not an empty line
+        return block(lines) if lines else ""
 
     def renderers(self) -> dict[str, Callable[[Any], Iterator[str]]]:
         """Each result kind's screen, by its ``kind``: a new kind adds its line here, and
@@ -418,8 +420,13 @@ class Human:
 
     # --- restore, streamed step by step ---------------------------------------------------------
 
-    def restore_plan(self, plan: Plan, *, full: bool, unchanged: bool) -> str:
-        return block(self._plan(plan, full=full, unchanged=unchanged))
+    def restore_plan(self, planned: RestorePlanned) -> str:
+        """The plan, before anything is done: a dry run's whole screen, else said unless -q;
+        nothing without a venv step (--code, --cache)."""
+        if planned.plan is None or (self.verbosity < 0 and not planned.dry_run):
+            return ""
+        full, unchanged = planned.dry_run, planned.unchanged
+        return block(self._plan(planned.plan, full=full, unchanged=unchanged))
 
     def _plan(self, plan: Plan, *, full: bool, unchanged: bool) -> Iterator[str]:
         if unchanged:
