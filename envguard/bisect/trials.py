@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import queue
 import re
 import shutil
 import signal
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from envguard import _git, _run
+from envguard import _git, _run, catalog
 from envguard import uv as uv_backend
 from envguard.bisect import metric
 from envguard.bisect.moves import CACHE_VARS, HEAD, PATCH, Move, cache_kind, trial_packages
@@ -47,7 +48,7 @@ from envguard.errors import CommandError, EnvguardError
 from envguard.model import GpuState, Snapshot
 from envguard.probes.caches import default_paths
 from envguard.redact import REDACTED
-from envguard.restore.plan import Overrides, indexes_for, requirements_text
+from envguard.restore.plan import Overrides, Pin, indexes_for, requirements_text
 from envguard.restore.plan import plan as plan_for
 
 # as probes/code reads the patch, so that it applies byte for byte
@@ -99,6 +100,7 @@ class Timing:
     index: int  # 1 is GOOD, 2 is BAD
     seconds: float  # the whole trial
     build_seconds: float  # its venv and code, before the first run
+    run_seconds: float = 0.0  # the command's runs themselves: the rest is envguard's
 
 
 # --- the work folder --------------------------------------------------------------------------
@@ -112,6 +114,8 @@ class Workspace:
         self.keep = keep
         self.root = Path()
         self._worktrees: list[tuple[Path, Path]] = []  # (repository, worktree)
+        self._trash: queue.Queue[Path | None] = queue.Queue()
+        self._sweeper: threading.Thread | None = None
 
     def __enter__(self) -> Workspace:
         if self.keep is not None:
@@ -133,8 +137,28 @@ class Workspace:
         with _held_interrupts():
             for repo, tree in reversed(self._worktrees):
                 self._remove(repo, tree)
+            if self._sweeper is not None:
+                self._trash.put(None)
+                self._sweeper.join()
             if self.keep is None:
                 shutil.rmtree(self.root, ignore_errors=True)
+
+    def discard(self, folder: Path) -> None:
+        """A finished trial's folder (its venv: thousands of files) goes on a thread of its
+        own, while the next trial builds and runs; under --keep it stays."""
+        if self.keep is not None:
+            return
+        aside = self.root / ".discarded" / folder.name
+        aside.parent.mkdir(exist_ok=True)
+        folder.rename(aside)  # at once: the trial's folder is gone whatever the thread does
+        if self._sweeper is None:
+            self._sweeper = threading.Thread(target=self._sweep, daemon=True)
+            self._sweeper.start()
+        self._trash.put(aside)
+
+    def _sweep(self) -> None:
+        while (folder := self._trash.get()) is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def worktree(self, repo: Path, commit: str, tree: Path) -> None:
         """``tree``: a detached worktree of ``repo`` at ``commit``, known before git makes
@@ -206,9 +230,13 @@ class Trials:
         self.warm = dict(warm or {})  # cache kind → GOOD's copy, unpacked from the archive
         self.tell = on_event or (lambda event: None)
         self.timings: dict[frozenset[Move], Timing] = {}
+        self._ran = 0.0  # the command's own seconds in the trial that runs
         self.notes: list[str] = []
         version = sides.good.python.version
         self.interpreter = uv_backend.interpreter_for(version, settings.python)[0]
+        self.overrides, why = _sources(sides, settings.overrides)
+        if why and not self.overrides.no_index:  # some pins must come from uv's cache
+            self.notes.append(why)
         self.code = _Code(sides, self.moves, self.notes) if _has_code(sides) else None
 
     def __call__(self, applied: frozenset[Move]) -> Measured:
@@ -218,6 +246,7 @@ class Trials:
         folder.mkdir()
         started = time.monotonic()
         built: float | None = None
+        self._ran = 0.0
         self.tell(Event(trial=index, applied=ordered, run=0, runs=self.settings.runs))
         tree: Path | None = None
         try:
@@ -231,21 +260,22 @@ class Trials:
         finally:
             if tree is not None:
                 self.work.done(tree)
-            if self.work.keep is None:
-                shutil.rmtree(folder, ignore_errors=True)
+            self.work.discard(folder)
             total = time.monotonic() - started
             self.timings[applied] = Timing(
-                index=index, seconds=total, build_seconds=total if built is None else built
-            )
+                index=index, seconds=total, build_seconds=total if built is None else built,
+                run_seconds=self._ran,
+            )  # fmt: skip
 
     # -- the venv --
 
     def _venv(self, applied: frozenset[Move], where: Path) -> Path:
         good = self.sides.good
         lock = trial_packages(good, self.sides.bad, applied)
-        planned = plan_for(lock, where, None, self.settings.overrides)
+        planned = plan_for(lock, where, None, self.overrides)
         if planned.skipped:
             raise Unbuildable(f"cannot pin {'; '.join(planned.skipped[:3])}")
+        planned = dataclasses.replace(planned, pins=tuple(_exact(p) for p in planned.pins))
         reqs = where.with_name("requirements.txt")
         reqs.write_text(requirements_text(planned), encoding="utf-8")
         try:
@@ -254,6 +284,7 @@ class Trials:
             uv_backend.sync(where / "bin" / "python", reqs, indexes_for(lock, planned.overrides))
         except uv_backend.UvError as exc:
             raise Unbuildable(f"uv refuses these pins: {exc}") from None
+        _check_built(lock, where)
         return where
 
     # -- the runs --
@@ -280,11 +311,14 @@ class Trials:
         return Measured(values=tuple(values))
 
     def _run_once(self, env: dict[str, str], cwd: Path, place: Path) -> metric.Run:
+        started = time.monotonic()
         try:
             done = _run.run(self.settings.command, check=False, timeout=self.settings.timeout,
                             env=env, cwd=cwd)  # fmt: skip
         except CommandError as exc:  # not found, or past --timeout
             return metric.Run(value=None, why=str(exc))
+        finally:
+            self._ran += time.monotonic() - started
         (place / "output.txt").write_text(f"{done.stdout}\n--- stderr\n{done.stderr}")
         return metric.read(self.settings.metric, done.returncode, done.stdout, done.stderr)
 
@@ -356,6 +390,47 @@ class Trials:
             return self.warm.get(kind)
         live = next((c for c in self.sides.bad.caches if c.kind == kind and c.exists), None)
         return Path(live.path) if live is not None else None
+
+
+def _sources(sides: Sides, overrides: Overrides) -> tuple[Overrides, str]:
+    """Where every trial's pins come from, decided once for GOOD's and BAD's pins together
+    (as restore decides it for one lock: offline, a wheelhouse holding every pin is asked
+    alone), so that no trial lists the wheelhouse again; and why, when envguard decided."""
+    from envguard.restore import wheelhouse
+
+    where = Path(sides.good.venv.path)
+    pins = [p for snap in (sides.good, sides.bad)
+            for p in plan_for(snap, where, None, overrides).pins]  # fmt: skip
+    return wheelhouse.sources(sides.good.python.version, overrides, pins)
+
+
+def _exact(pin: Pin) -> Pin:
+    """PyPI's torch says 2.11.0 in its METADATA, and ``torch==2.11.0`` admits 2.11.0+cu128
+    too, which uv prefers when a wheelhouse holds both: a trial's pin of an unlabelled
+    torch-family build is the exact string (``===``)."""
+    name, sep, version = pin.requirement.partition("==")
+    if sep and name in catalog.BUILDS and "+" not in version and not version.startswith("="):
+        return dataclasses.replace(pin, requirement=f"{name}==={version}")
+    return pin
+
+
+def _check_built(lock: Snapshot, venv: Path) -> None:
+    """The venv holds the trial's versions (torch's as its version.py says): a trial is the
+    environment it is said to be, or it says nothing. Its distributions only, as snapshot
+    reads them: a whole snapshot probes the GPU for every trial."""
+    from envguard.probes import distributions, torch
+    from envguard.probes.venv import locate
+    from envguard.versions import same
+
+    site = locate(venv).site_packages
+    built = {
+        d.name: torch.probe(site, d).version if d.name in catalog.BUILDS else d.version
+        for d in distributions.scan(site)[0]
+    }
+    wrong = [f"{n} {built.get(n, 'absent')} for {v}" for n, v in lock.versions().items()
+             if not same(built.get(n, ""), v)]  # fmt: skip
+    if wrong:
+        raise Unbuildable(f"uv installed {', '.join(wrong[:3])}")
 
 
 def _set(env: dict[str, str], name: str, value: str | None) -> None:

@@ -124,6 +124,7 @@ def _rows(outcome: search.Outcome[moves.Move], runner: trials.Trials) -> tuple[T
                 verdict=t.verdict,
                 seconds=timing.seconds,
                 build_seconds=timing.build_seconds,
+                run_seconds=timing.run_seconds,
                 failure=t.measured.failure,
             )
         )

@@ -25,6 +25,7 @@ class TrialRow(Record):
     verdict: str  # good, bad, partial, broken, unbuildable
     seconds: float
     build_seconds: float  # its venv and code, before the first run
+    run_seconds: float = 0.0  # the command's runs themselves; the rest is envguard's
     failure: str = ""  # why broken or unbuildable
 
     def to_dict(self) -> dict[str, Any]:
