@@ -24,17 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from envguard import _fs, drift, lockfile, snapshot, uv
-from envguard.errors import EnvguardError
+from envguard.errors import ToolError as ToolError  # tools.ToolError, as commands raise it
 from envguard.model import Record
 
 MARKER = "envguard-tool.toml"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # areas a tool's lock speaks for: it records no code and no caches
 _AREAS = ("python", "torch", "cuda", "libraries", "packages")
-
-
-class ToolError(EnvguardError):
-    """A tool that cannot be added, found or removed."""
 
 
 @dataclass(frozen=True, kw_only=True)

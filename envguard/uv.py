@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard._run import Completed, run
-from envguard.errors import CommandError, EnvguardError
+from envguard.errors import CommandError, InterpreterError, UvNotFound
+from envguard.errors import UvError as UvError  # uv.UvError, as restore and bisect catch it
 from envguard.redact import strip_url_credentials
 
 # Variants uv's --torch-backend knows route torch-family packages to the PyTorch index and
@@ -73,14 +74,6 @@ _UNCACHED = re.compile(
     r"Failed to download `([^`\n]{1,300})`[\s\S]{0,300}?Network connectivity is disabled, "
     r"but the requested data wasn't found in the cache"
 )
-
-
-class UvError(EnvguardError):
-    """uv failed; ``missing`` names the pins it could not find ("numpy==2.3.0")."""
-
-    def __init__(self, message: str, missing: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.missing = tuple(missing)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,11 +132,11 @@ def find_uv() -> str:
     try:
         from uv import find_uv_bin
     except ImportError as exc:  # pragma: no cover - uv is a dependency
-        raise EnvguardError("the uv package is not installed; pip install uv") from exc
+        raise UvNotFound("the uv package is not installed; pip install uv") from exc
     try:
         return str(find_uv_bin())
     except FileNotFoundError as exc:
-        raise EnvguardError(f"uv binary not found: {exc}") from exc
+        raise UvNotFound(f"uv binary not found: {exc}") from exc
 
 
 def _uv(args: Sequence[str], timeout: float) -> Completed:
@@ -179,7 +172,7 @@ def interpreter_for(version: str, explicit: str | None = None) -> tuple[str, str
     if pyenv:
         return pyenv, "pyenv"
     why = _last(done.stderr) if done.stderr.strip() else "no interpreter of that version"
-    raise EnvguardError(
+    raise InterpreterError(
         f"no Python {version} interpreter found (uv python find: {why}; no pyenv version "
         f"{version}), and the venv must be built with the locked version; install one "
         f"(uv python install {version}) or pass --python PATH"
@@ -190,11 +183,13 @@ def _explicit(given: str) -> str:
     path = Path(given).expanduser()
     if os.sep in given or path.exists():
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise EnvguardError(f"--python {given}: not an executable interpreter")
+            raise InterpreterError(f"--python {given}: not an executable interpreter")
         return str(path.absolute())
     done = _uv([*_FIND, given], timeout=60)
     if done.returncode != 0 or not done.stdout.strip():
-        raise EnvguardError(f"--python {given}: uv python find found none ({_last(done.stderr)})")
+        raise InterpreterError(
+            f"--python {given}: uv python find found none ({_last(done.stderr)})"
+        )
     return done.stdout.strip()
 
 
