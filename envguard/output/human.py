@@ -609,7 +609,7 @@ class Human:
         values = {k: self._bisect_value(r, v) + (unit if r.metric else "")
                   for k, v in (("GOOD", r.good), ("BAD", r.bad))}  # fmt: skip
         wide = max(map(len, values.values()))
-        live = f"{_p(r.venv)} with this repository's working tree, caches and variables"
+        live = f"{_p(r.venv)}, with the working tree, caches and variables here"
         for label, where in (("GOOD", _p(r.lock)), ("BAD", live)):
             yield from wrap(f"{values[label]:>{wide}}  {where}", self.p.width, INDENT,
                             first=f"{label:<{INDENT}}")  # fmt: skip
