@@ -18,7 +18,7 @@ from pathlib import Path
 
 from envguard._fs import read_regular
 from envguard.drift import Change
-from envguard.errors import LockfileError
+from envguard.errors import JournalError, LockfileError
 from envguard.model import Record
 from envguard.redact import redact_argv, redact_data
 
@@ -91,7 +91,7 @@ def read(path: Path) -> list[Entry]:
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError) as exc:
-        raise LockfileError(f"{path}: cannot read the journal ({exc})") from exc
+        raise JournalError(f"{path}: cannot read the journal ({exc})") from exc
     entries = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -99,15 +99,18 @@ def read(path: Path) -> list[Entry]:
         try:
             data = json.loads(line)
         except ValueError as exc:
-            raise LockfileError(f"{path}:{number}: not a journal entry (bad JSON)") from exc
+            raise JournalError(f"{path}:{number}: not a journal entry (bad JSON)") from exc
         if (
             isinstance(data, dict)
             and isinstance(data.get("schema"), int)
             and (data["schema"] > SCHEMA)
         ):
-            raise LockfileError(
+            raise JournalError(
                 f"{path}:{number}: journal schema {data['schema']} is newer "
                 "than this envguard reads; upgrade envguard"
             )
-        entries.append(Entry.from_dict(data, path=f"{path.name}:{number}"))
+        try:
+            entries.append(Entry.from_dict(data, path=f"{path.name}:{number}"))
+        except LockfileError as exc:  # the record checks, worded for lockfiles too
+            raise JournalError(str(exc)) from exc
     return entries

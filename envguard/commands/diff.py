@@ -9,7 +9,7 @@ from pathlib import Path
 from envguard import drift, journal, lockfile, snapshot, targets
 from envguard.config import Config
 from envguard.drift import DriftReport
-from envguard.errors import EnvguardError, LockfileError
+from envguard.errors import EnvguardError, JournalError
 from envguard.model import Snapshot
 from envguard.results.diff import DiffDone
 from envguard.snapshot import Progress
@@ -68,7 +68,7 @@ def _compared(old: Snapshot, new: Snapshot, lock: Path) -> DriftReport:
     to inference, and says so (``envguard log`` names the line)."""
     try:
         entries = journal.read(journal.path_for(lock))
-    except LockfileError as exc:
+    except JournalError as exc:
         report = drift.compare(old, new)
         return dataclasses.replace(
             report, notes=(*report.notes, f"{exc}; causes are inferred instead")

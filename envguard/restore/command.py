@@ -261,11 +261,11 @@ def _journal(lock_path: Path) -> list[JournalEntry]:
     """The lock's install journal, for what goes away; a damaged one leaves it to the
     requirement graph (``envguard log`` names the bad line)."""
     from envguard import journal
-    from envguard.errors import LockfileError
+    from envguard.errors import JournalError
 
     try:
         return journal.read(journal.path_for(lock_path))
-    except (LockfileError, OSError):
+    except (JournalError, OSError):
         return []
 
 
