@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from envguard import catalog, config, drift, fleet, lockfile, snapshot, targets
-from envguard.errors import EnvguardError
+from envguard.errors import ArgumentError, EnvguardError
 from envguard.model import Snapshot
 
 
@@ -60,10 +60,10 @@ def guard(
         ignore=cfg.ignore if ignore is None else _areas(ignore),
     )
     if fail_on not in drift.FAIL_ON:
-        raise EnvguardError(f"fail_on must be one of {', '.join(drift.FAIL_ON)}, not {fail_on!r}")
+        raise ArgumentError(f"fail_on must be one of {', '.join(drift.FAIL_ON)}, not {fail_on!r}")
     unknown = sorted((set(cfg.only) | set(cfg.ignore)) - set(drift.AREAS))
     if unknown:
-        raise EnvguardError(f"unknown area {unknown[0]!r}: one of {', '.join(drift.AREAS)}")
+        raise ArgumentError(f"unknown area {unknown[0]!r}: one of {', '.join(drift.AREAS)}")
     cfg.judging()
     if lock is None:  # the project's lock for this process's venv, as `diff --venv` finds it
         lock = targets.lock_for(None, Path(venv) if venv else Path(sys.prefix), cfg)[0]
@@ -134,7 +134,7 @@ def _gather(mine: dict[str, Any]) -> list[dict[str, Any]]:
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
-        raise EnvguardError(
+        raise ArgumentError(
             "guard(ranks=True) needs an initialised torch.distributed process "
             "group: call it after init_process_group"
         )

@@ -9,7 +9,7 @@ from pathlib import Path
 from envguard import drift, journal, lockfile, snapshot, targets
 from envguard.config import Config
 from envguard.drift import DriftReport
-from envguard.errors import EnvguardError, JournalError
+from envguard.errors import ArgumentError, JournalError
 from envguard.model import Snapshot
 from envguard.results.diff import DiffDone
 from envguard.snapshot import Progress
@@ -26,7 +26,7 @@ def run(
     cfg.judging()  # before reading anything: a policy that judges nothing is an error
     if len(locks) == 2:
         if venv is not None or repo is not None:
-            raise EnvguardError(
+            raise ArgumentError(
                 "--venv and --repo name a live environment; two lockfiles compare no live one"
             )
         old = lockfile.read(locks[0])

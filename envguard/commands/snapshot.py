@@ -8,7 +8,7 @@ from pathlib import Path
 
 from envguard import lockfile, snapshot, targets
 from envguard.config import Config
-from envguard.errors import EnvguardError
+from envguard.errors import ArgumentError
 from envguard.results.snapshot import SnapshotDone
 from envguard.snapshot import Progress
 
@@ -29,7 +29,7 @@ def run(
     into_folder = isinstance(output, str) and output.endswith("/")
     output = Path(output) if output else None
     if save_cache and output is not None and not _beside_ok(output):
-        raise EnvguardError(
+        raise ArgumentError(
             f"--save-cache puts the archive beside the lockfile: {output} is a stream or a "
             f"device, not a file (give -o a file or a folder)"
         )

@@ -24,7 +24,7 @@ from envguard import _term
 from envguard._run import run as run_command
 from envguard.demo import incident
 from envguard.demo.cache import BuiltBy, make
-from envguard.errors import EnvguardError
+from envguard.errors import ArgumentError, EnvguardError
 from envguard.uv import find_uv
 
 
@@ -35,7 +35,7 @@ def run(keep: Path | None = None, say: Callable[..., None] | None = None) -> int
     started = time.perf_counter()
     if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
         # it builds a venv, a repository and caches there: never over someone's files
-        raise EnvguardError(f"--keep {keep}: must be a new or empty folder")
+        raise ArgumentError(f"--keep {keep}: must be a new or empty folder")
     work = keep.absolute() if keep else Path(tempfile.mkdtemp(prefix="envguard-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
