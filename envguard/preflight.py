@@ -22,7 +22,7 @@ from typing import Any
 
 from envguard import _run, attribution, catalog, drift, requirements
 from envguard import uv as uv_backend
-from envguard.errors import CommandError, EnvguardError
+from envguard.errors import ArgumentError, CommandError, InstallerError
 from envguard.model import CudaLibrary, CudaStack, Distribution, PackageBuild, Snapshot
 from envguard.probes import cuda as cuda_probe
 from envguard.probes.torch import variant_of
@@ -89,7 +89,7 @@ ELSEWHERE_ENV = (
 
 def parse(argv: Sequence[str]) -> Command:
     if not argv:
-        raise EnvguardError("nothing to check: envguard preflight -- uv pip install NAME...")
+        raise ArgumentError("nothing to check: envguard preflight -- uv pip install NAME...")
     tool = Path(argv[0]).name
     rest = list(argv[1:])
     if tool == "uv" and rest[:2] == ["pip", "install"]:
@@ -98,15 +98,15 @@ def parse(argv: Sequence[str]) -> Command:
     if pip is not None:
         if pip[:1] == ["install"]:
             return _command("pip", argv, pip[1:])
-        raise EnvguardError(
+        raise InstallerError(
             f"`{' '.join(argv[:3])}` is not an install; preflight checks "
             "`pip install …` and `uv pip install …`"
         )
     if tool == "uv":
-        raise EnvguardError(
+        raise InstallerError(
             f"`{' '.join(argv[:3])}` is not an install; preflight checks `uv pip install …`"
         )
-    raise EnvguardError(
+    raise InstallerError(
         f"unknown installer {tool!r}: preflight checks `uv pip install …` and `pip install …`"
     )
 
@@ -134,11 +134,11 @@ def has_pip(venv: Path) -> bool:
         return False
 
 
-def no_pip(venv: Path, pip: Sequence[str], how: str) -> EnvguardError:
+def no_pip(venv: Path, pip: Sequence[str], how: str) -> InstallerError:
     """The refusal of ``pip PIP...`` in a venv without pip, naming what works instead; ``how``:
     the envguard command it was given to (``envguard run``)."""
     works = shlex.join([*how.split(), "--venv", str(venv), "--", "uv", "pip", *pip])
-    return EnvguardError(
+    return InstallerError(
         f"{venv} has no pip (uv makes venvs without one), so pip here would be another "
         f"environment's and install there: run `{works}` instead, or add pip first: "
         f"`{venv}/bin/python -m ensurepip`"
@@ -155,7 +155,7 @@ def _command(installer: str, argv: Sequence[str], args: Sequence[str]) -> Comman
         arg = args[i]
         flag, eq, value = arg.partition("=")
         if flag in ELSEWHERE:
-            raise EnvguardError(
+            raise InstallerError(
                 f"`{flag}` installs outside a venv; preflight forecasts installs into one "
                 "(drop it, or name the venv with --venv)"
             )
@@ -164,7 +164,7 @@ def _command(installer: str, argv: Sequence[str], args: Sequence[str]) -> Comman
                 i += 1
                 value = args[i] if i < len(args) else ""
             if not value:
-                raise EnvguardError(f"`{flag}` needs a value")
+                raise InstallerError(f"`{flag}` needs a value")
             target = value
         else:
             kept.append(arg)
@@ -184,12 +184,12 @@ def venv_of(cmd: Command, venv: Path | None) -> Path | None:
         return venv
     named = venv_root(Path(cmd.target))
     if named is None:
-        raise EnvguardError(
+        raise InstallerError(
             f"cannot tell which venv `{cmd.target}` is; name the venv with --venv and drop "
             "the install's own --python/--prefix"
         )
     if venv is not None and named.resolve() != venv.resolve():
-        raise EnvguardError(
+        raise InstallerError(
             f"the install targets {named} but --venv is {venv}: preflight checks one venv; "
             "drop one of the two"
         )
@@ -239,10 +239,10 @@ def _checked(argv: Sequence[str]) -> _run.Completed:
     try:
         done = _run.run(argv, check=False, timeout=1800, env=env)
     except CommandError as exc:
-        raise EnvguardError(str(exc)) from exc
+        raise InstallerError(str(exc)) from exc
     if done.returncode != 0:
         last = [ln for ln in done.stderr.strip().splitlines() if ln.strip()][-3:]
-        raise EnvguardError(f"the installer's dry run failed: {' '.join(last) or 'no output'}")
+        raise InstallerError(f"the installer's dry run failed: {' '.join(last) or 'no output'}")
     return done
 
 
@@ -268,7 +268,7 @@ def _parse_pip(text: str) -> list[Planned]:
         report = json.loads(text)
         items = report["install"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise EnvguardError("pip's --report output could not be read") from exc
+        raise InstallerError("pip's --report output could not be read") from exc
     out = []
     for item in items:
         meta = item.get("metadata", {})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from envguard import _run, drift, journal, preflight, snapshot
 from envguard import uv as uv_backend
-from envguard.errors import EnvguardError
+from envguard.errors import ArgumentError, InstallerError
 from envguard.model import Snapshot
 from envguard.versions import same
 
@@ -35,7 +35,7 @@ def run(
     """``lock``: the venv's lock, so that the snapshots around the command are the ones diff
     takes (an install changes neither code nor caches: those are skipped)."""
     if not argv:
-        raise EnvguardError("nothing to run: envguard run [--venv PATH] -- COMMAND...")
+        raise ArgumentError("nothing to run: envguard run [--venv PATH] -- COMMAND...")
     before = _take(venv, lock)  # first: a venv that is none is said so, not "has no pip"
     runs = in_target(argv, venv)
     started = journal.now()
@@ -99,7 +99,7 @@ def _own_pip(exe: str, venv: Path, pip: Sequence[str]) -> None:
         return
     root = preflight.venv_root(Path(exe))
     if root is None or not _same(root, venv):
-        raise EnvguardError(
+        raise InstallerError(
             f"`{exe}` is not {venv}'s: it installs into {root or 'another environment'}; "
             f"run `{_working(venv, 'pip', pip)}` instead"
         )
@@ -114,7 +114,7 @@ def _inside(installer: str, args: Sequence[str], venv: Path) -> None:
     i, width = found
     works = _working(venv, installer, [*args[:i], *args[i + width :]])
     typed = shlex.join(args[i : i + width])
-    raise EnvguardError(f"`{typed}` installs outside {venv}: run `{works}` instead")
+    raise InstallerError(f"`{typed}` installs outside {venv}: run `{works}` instead")
 
 
 def _elsewhere(installer: str, args: Sequence[str], venv: Path) -> tuple[int, int] | None:
