@@ -22,7 +22,7 @@ import tomli_w
 from envguard import restore
 from envguard import uv as uv_backend
 from envguard._fs import atomic_write
-from envguard.errors import EnvguardError
+from envguard.errors import ArgumentError, ExportError
 from envguard.model import Distribution, Snapshot
 
 _ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar")
@@ -30,14 +30,14 @@ _ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar")
 
 def pylock(lock: Snapshot, overrides: restore.Overrides, *, resolve: bool) -> bytes:
     if not resolve and not overrides.given():
-        raise EnvguardError(
+        raise ArgumentError(
             "a pylock needs wheel URLs and hashes: pass --resolve to ask the "
             "inferred indexes, or --find-links / --index-url"
         )
     lock = _shippable(lock, overrides.find_links)
     the_plan = restore.plan(lock, Path(lock.venv.path), None, overrides)
     if the_plan.skipped:
-        raise EnvguardError(f"cannot export: {'; '.join(the_plan.skipped)}")
+        raise ExportError(f"cannot export: {'; '.join(the_plan.skipped)}")
     indexes = restore.indexes_for(lock, the_plan.overrides)
     with tempfile.TemporaryDirectory(prefix="envguard-export-") as tmp:
         reqs = Path(tmp) / "requirements.in"
@@ -61,7 +61,7 @@ def _shippable(lock: Snapshot, find_links: Sequence[str]) -> Snapshot:
     wheels = {name: _wheel_in(find_links, d) for name, (d, _) in local.items()}
     missing = [(d, path) for name, (d, path) in local.items() if wheels[name] is None]
     if missing:
-        raise EnvguardError(_unshippable(missing, find_links))
+        raise ExportError(_unshippable(missing, find_links))
     packages = tuple(
         replace(d, direct_url=wheel.as_uri(), editable=False)
         if (wheel := wheels.get(d.name)) is not None
@@ -120,7 +120,7 @@ def _unshippable(missing: Sequence[tuple[Distribution, Path]], find_links: Seque
 def check_name(path: Path) -> None:
     name = path.name
     if name != "pylock.toml" and not (name.startswith("pylock.") and name.endswith(".toml")):
-        raise EnvguardError(f"{path}: PEP 751 names lock files pylock.toml or pylock.NAME.toml")
+        raise ArgumentError(f"{path}: PEP 751 names lock files pylock.toml or pylock.NAME.toml")
 
 
 def write(path: Path, data: bytes) -> None:
@@ -137,7 +137,7 @@ def validate(data: bytes) -> None:
     try:
         Pylock.from_dict(_load(data))
     except PylockValidationError as exc:
-        raise EnvguardError(f"the exported pylock is not valid PEP 751: {exc}") from exc
+        raise ExportError(f"the exported pylock is not valid PEP 751: {exc}") from exc
 
 
 def _load(data: bytes) -> dict[str, Any]:
