@@ -24,7 +24,7 @@ from pathlib import Path
 
 from envguard import catalog
 from envguard._fs import atomic_write
-from envguard.errors import EnvguardError
+from envguard.errors import ProtectError, VenvError
 from envguard.model import Snapshot
 
 CONSTRAINTS = "envguard-protect.txt"
@@ -45,13 +45,13 @@ def critical_names(lock: Snapshot, extra: tuple[str, ...]) -> list[str]:
     wanted += sorted(n for n in names if catalog.is_cuda_wheel(n))
     missing = [n for n in extra if n not in names]
     if missing:
-        raise EnvguardError(f"not in the lockfile, so no version to pin: {', '.join(missing)}")
+        raise ProtectError(f"not in the lockfile, so no version to pin: {', '.join(missing)}")
     return wanted + [n for n in extra if n not in wanted]
 
 
 def protect(lock: Snapshot, venv: Path, extra: tuple[str, ...] = ()) -> Protection:
     if not (venv / "pyvenv.cfg").is_file():
-        raise EnvguardError(f"{venv}: not a venv (no pyvenv.cfg)")
+        raise VenvError(f"{venv}: not a venv (no pyvenv.cfg)")
     versions = {d.name: d.version for d in lock.packages}
     pins = tuple(f"{n}=={versions[n]},!=0+{MARK}" for n in critical_names(lock, extra))
     path = venv.absolute() / CONSTRAINTS
@@ -110,7 +110,7 @@ def _pip_conf(venv: Path, constraints: Path) -> None:
         parser.add_section("install")
     current = parser.get("install", "constraint", fallback="")
     if current and current != str(constraints):
-        raise EnvguardError(
+        raise ProtectError(
             f"{conf} already sets a constraint ({current}); envguard will not replace it"
         )
     parser.set("install", "constraint", str(constraints))
@@ -122,7 +122,7 @@ def _read_conf(conf: Path) -> configparser.ConfigParser:
     try:
         parser.read(conf, encoding="utf-8")
     except configparser.Error as exc:
-        raise EnvguardError(f"{conf}: not a pip config file ({exc})") from exc
+        raise ProtectError(f"{conf}: not a pip config file ({exc})") from exc
     return parser
 
 
@@ -147,7 +147,7 @@ def _activate(venv: Path, constraints: Path) -> None:
                 lines.insert(i + 1, unset)
                 break
         else:
-            raise EnvguardError(f"{script}: no deactivate function found; cannot hook uv in")
+            raise ProtectError(f"{script}: no deactivate function found; cannot hook uv in")
         block = f'\n{_BEGIN}\nexport UV_CONSTRAINT="{constraints}"\n{_END}\n'
         atomic_write(script, ("".join(lines) + block).encode())
 
