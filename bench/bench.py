@@ -64,22 +64,24 @@ def _once(
 def interleaved(
     commands: dict[str, list[str]],
     runs: int,
-    cwd: Path,
+    cwd: Path | dict[str, Path],
     ok: tuple[int, ...] = (0,),
     env: dict[str, str] | None = None,
 ) -> Table:
     """Each round runs every command once, in an order that rotates from round to round; a
-    first, untimed round warms the page cache and the bytecode."""
+    first, untimed round warms the page cache and the bytecode. ``cwd``: one folder for all,
+    or each command's (a snapshot inside a repository and outside any)."""
     env = env or dict(os.environ)
     names = list(commands)
+    at = cwd if isinstance(cwd, dict) else dict.fromkeys(names, cwd)
     walls: dict[str, list[float]] = {n: [] for n in names}
     rss: dict[str, list[float]] = {n: [] for n in names}
     for name in names:
-        _once(commands[name], ok, env, cwd)
+        _once(commands[name], ok, env, at[name])
     for r in range(runs):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
-            wall, peak = _once(commands[name], ok, env, cwd)
+            wall, peak = _once(commands[name], ok, env, at[name])
             walls[name].append(wall)
             rss[name].append(peak)
     return {
