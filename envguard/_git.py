@@ -12,12 +12,17 @@ from typing import Any
 
 from envguard.errors import RepoError
 
-# Pin the settings that change a patch's bytes, so that `git apply` takes what we store and
-# two machines with different git configs record the same patch.
+# Pin the settings that change a patch's bytes (or its counts, or a submodule's "-dirty"), so
+# that `git apply` takes what we store and two machines with different git configs record the
+# same patch. Keys this git does not know (diff.srcPrefix before 2.45) are ignored by it.
 PATCH_CONFIG = (
     "-c", "core.quotepath=off", "-c", "diff.noprefix=false", "-c", "diff.mnemonicprefix=false",
+    "-c", "diff.srcPrefix=a/", "-c", "diff.dstPrefix=b/",
     "-c", "diff.relative=false", "-c", "diff.renames=false", "-c", "diff.submodule=short",
     "-c", "diff.ignoreSubmodules=none", "-c", "core.autocrlf=false",
+    "-c", "diff.context=3", "-c", "diff.interHunkContext=0", "-c", "diff.algorithm=myers",
+    "-c", "diff.indentHeuristic=true", "-c", "diff.suppressBlankEmpty=false",
+    "-c", "diff.orderFile=/dev/null", "-c", "status.showUntrackedFiles=normal",
 )  # fmt: skip
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
