@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
-from envguard.errors import EnvguardError
+from envguard.errors import TrackingError
 from envguard.model import Snapshot
 
 WANDB_SCHEME = "wandb-artifact:"  # wandb-artifact://entity/project/name:v3
@@ -89,13 +89,13 @@ def _fetch(uri: str, dest: Path) -> Path:
     try:
         import mlflow.artifacts  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        raise EnvguardError(
+        raise TrackingError(
             f"{uri}: an MLflow URI needs `pip install 'envguard-ml[mlflow]'`"
         ) from None
     try:
         path = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(dest)))
     except Exception as exc:  # mlflow raises its own and requests' errors; one line for them
-        raise EnvguardError(f"{uri}: MLflow could not download it ({exc})") from exc
+        raise TrackingError(f"{uri}: MLflow could not download it ({exc})") from exc
     return _the_lock(path, uri)
 
 
@@ -139,7 +139,7 @@ def _artifact_path(uri: str) -> str:
 
 
 def _refuse(uri: str, why: str) -> NoReturn:
-    raise EnvguardError(f"{uri}: refused: its artifact path {why}")
+    raise TrackingError(f"{uri}: refused: its artifact path {why}")
 
 
 _KEPT = 16  # downloads kept: each URI fetched leaves a folder of its own
@@ -175,13 +175,13 @@ def _fetch_wandb(ref: str, dest: Path) -> Path:
     try:
         import wandb  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        raise EnvguardError(
+        raise TrackingError(
             f"{ref}: a W&B reference needs `pip install 'envguard-ml[wandb]'`"
         ) from None
     try:
         folder = Path(wandb.Api().artifact(ref).download(root=str(dest)))
     except Exception as exc:  # the W&B client raises many kinds; one line for them
-        raise EnvguardError(f"{ref}: W&B could not download it ({exc})") from exc
+        raise TrackingError(f"{ref}: W&B could not download it ({exc})") from exc
     return _the_lock(folder, ref)
 
 
@@ -192,7 +192,7 @@ def _the_lock(path: Path, uri: str) -> Path:
         return path
     found = sorted(path.rglob(f"*{lockfile.SUFFIX}"))
     if len(found) != 1:
-        raise EnvguardError(f"{uri}: expected one {lockfile.SUFFIX} there, found {len(found)}")
+        raise TrackingError(f"{uri}: expected one {lockfile.SUFFIX} there, found {len(found)}")
     return found[0]
 
 
