@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,38 @@ def offline_install(house: Path, *reqs: str, uv: str | None = None) -> list[str]
 def make_venv(path: Path) -> Path:
     subprocess.run([uv_bin(), "venv", "--quiet", "--python", sys.executable, str(path)], check=True)
     return path
+
+
+PipVenv = Callable[[Path], Path]
+
+
+@pytest.fixture(scope="session")
+def pip_venv_at(tmp_path_factory: pytest.TempPathFactory) -> PipVenv:
+    """``python -m venv DEST`` (a venv with ensurepip's pip), as a call: ``pip_venv_at(dest)``.
+
+    ensurepip takes 3 s a venv; this makes one per folder name per session and copies it. A
+    copy names its template in pip's shebangs, the activate scripts and pyvenv.cfg: those are
+    rewritten to ``dest``, so that pip there installs into ``dest``, as in a venv made there
+    (the prompt is the folder's name, hence one template per name)."""
+    made: dict[str, Path] = {}
+    base = tmp_path_factory.mktemp("pip-venv-templates")
+
+    def at(dest: Path) -> Path:
+        if dest.name not in made:
+            template = base / str(len(made)) / dest.name
+            subprocess.run([sys.executable, "-m", "venv", str(template)], check=True)
+            made[dest.name] = template
+        template = made[dest.name]
+        shutil.copytree(template, dest, symlinks=True)
+        old, new = str(template).encode(), str(dest).encode()
+        for path in [dest / "pyvenv.cfg", *(dest / "bin").iterdir()]:
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                if old in data:
+                    path.write_bytes(data.replace(old, new))
+        return dest
+
+    return at
 
 
 def uv_install(venv: Path, wheelhouse: Path, *reqs: str) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from envguard import journal
-from tests.conftest import make_venv, offline_install, uv_bin
+from tests.conftest import PipVenv, make_venv, offline_install, uv_bin
 from tests.project import invoke
 from tests.test_cli import envguard
 
@@ -45,10 +45,8 @@ def uv_venv(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def pip_venv(tmp_path: Path) -> Path:
-    venv = tmp_path / "pip-venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # ships pip, offline
-    return venv
+def pip_venv(tmp_path: Path, pip_venv_at: PipVenv) -> Path:
+    return pip_venv_at(tmp_path / "pip-venv")  # python -m venv: ships pip, offline
 
 
 def _has(venv: Path, name: str) -> bool:
