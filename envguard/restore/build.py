@@ -14,7 +14,7 @@ from pathlib import Path
 from envguard import drift, protect
 from envguard import uv as uv_backend
 from envguard._run import run
-from envguard.errors import CommandError, EnvguardError, NotRestored
+from envguard.errors import CommandError, InterpreterError, NotRestored
 from envguard.model import Record, Snapshot
 from envguard.restore import transaction
 from envguard.restore.plan import Plan, indexes_for, requirements_text
@@ -133,7 +133,7 @@ def _create(path: Path, python: str, the_plan: Plan, prompt: str | None) -> None
     got = locate(path).python.version
     if got != the_plan.python:
         shutil.rmtree(path, ignore_errors=True)
-        raise EnvguardError(
+        raise InterpreterError(
             f"{python} is Python {got}, and the lock needs {the_plan.python} exactly; "
             "pass --python with an interpreter of that version"
         )

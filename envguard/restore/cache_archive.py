@@ -34,7 +34,7 @@ from pathlib import Path
 from envguard import compat
 from envguard._fs import atomic_write
 from envguard._units import human_bytes
-from envguard.errors import EnvguardError, NotRestored
+from envguard.errors import CacheArchiveError, NotRestored
 from envguard.lockfile import compat_as_lists
 from envguard.model import CompileCache, Snapshot
 from envguard.probes.caches import default_paths
@@ -74,7 +74,7 @@ def save(snap: Snapshot, lock_path: Path) -> tuple[Path, int]:
     """Archive every existing cache of ``snap``; returns the archive and its size in bytes."""
     caches = [c for c in snap.caches if c.exists and c.files]
     if not caches:
-        raise EnvguardError("no compile cache with entries to save")
+        raise CacheArchiveError("no compile cache with entries to save")
     buf = io.BytesIO()
     manifest = []
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
@@ -126,7 +126,7 @@ def restore(
     entries will be reused by ``live``. ``dry_run``: every check, nothing written."""
     archive = archive_path(lock_path)
     if not archive.is_file():
-        raise EnvguardError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
+        raise CacheArchiveError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
     environ = environ if environ is not None else dict(os.environ)
     here = {k: _normal(p) for k, p in default_paths(environ).items()}
     try:
@@ -141,7 +141,7 @@ def restore(
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         if isinstance(exc, OSError) and exc.errno is not None:
             raise
-        raise EnvguardError(f"{archive}: not a readable cache archive ({exc})") from exc
+        raise CacheArchiveError(f"{archive}: not a readable cache archive ({exc})") from exc
 
 
 class _Bounded:
@@ -250,7 +250,7 @@ def _read(
             raise NotRestored(f"refusing {archive}: more than {human_bytes(_SIZE_LIMIT)} of files")
         members.append((folder, member, rel))
     if manifest is None:
-        raise EnvguardError(f"{archive}: not an envguard cache archive (no manifest)")
+        raise CacheArchiveError(f"{archive}: not an envguard cache archive (no manifest)")
     return manifest, members
 
 
@@ -265,11 +265,11 @@ def _manifest(
         if not isinstance(caches, list):
             raise TypeError("caches is not a list")
     except (KeyError, ValueError, TypeError, RecursionError) as exc:
-        raise EnvguardError(f"{archive}: not an envguard cache archive (no manifest)") from exc
+        raise CacheArchiveError(f"{archive}: not an envguard cache archive (no manifest)") from exc
     out: dict[str, CompileCache] = {}
     for i, entry in enumerate(caches):
         if not isinstance(entry, dict) or not isinstance(entry.get("folder"), str):
-            raise EnvguardError(f"{archive}: manifest entry {i} names no folder")
+            raise CacheArchiveError(f"{archive}: manifest entry {i} names no folder")
         folder = entry["folder"]
         if not folder or "/" in folder or folder in (".", "..") or folder in out:
             raise NotRestored(f"refusing manifest folder {folder!r}")

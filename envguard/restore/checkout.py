@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from envguard import _git, catalog
-from envguard.errors import EnvguardError, NotRestored, RepoError
+from envguard.errors import NotRestored, RepoError, RestoreError
 from envguard.model import CodeState
 from envguard.probes import code as code_probe
 
@@ -134,7 +134,7 @@ def _same_code(now: CodeState, state: CodeState) -> bool:
 
 def _require_commit(repo: Any, head: str) -> None:
     if not head:
-        raise EnvguardError("the snapshot's repository had no commits: nothing to check out")
+        raise RestoreError("the snapshot's repository had no commits: nothing to check out")
     if not _git.commit_exists(repo, head):
         raise NotRestored(
             f"commit {head[:12]} is not in {repo.working_tree_dir}; fetch it (git fetch --all) "

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envguard import uv
-from envguard.errors import EnvguardError, NotRestored
+from envguard.errors import EnvguardError, NotRestored, RestoreError
 from envguard.model import Record, Snapshot
 from envguard.restore import build, parts
 from envguard.restore.plan import Overrides, Plan, plan, target_path
@@ -251,7 +251,7 @@ def _refuse_what_is_not_a_venv(target: Path) -> None:
     if located is None or located.info.kind != "venv":
         what = "a folder" if target.is_dir() else "a file" if target.exists() else "a broken link"
         kind = f"a {located.info.kind}" if located else what
-        raise EnvguardError(
+        raise RestoreError(
             f"{target} is {kind}, not a venv: restore replaces venvs only and will not move "
             "it aside; pass --venv NEW_PATH"
         )

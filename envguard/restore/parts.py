@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import snapshot
-from envguard.errors import EnvguardError
+from envguard.errors import RestoreError
 from envguard.model import Record, Snapshot
 from envguard.restore import cache_archive, checkout
 
@@ -98,7 +98,7 @@ def code(
     from envguard import targets
 
     if locked.code is None:
-        raise EnvguardError(f"{lock_path}: the snapshot recorded no git repository")
+        raise RestoreError(f"{lock_path}: the snapshot recorded no git repository")
     state = locked.code
     root = repo or targets.code_repo(lock_path, locked)
     if dry_run:

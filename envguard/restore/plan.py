@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from envguard import grouping
 from envguard import uv as uv_backend
-from envguard.errors import EnvguardError
+from envguard.errors import RestoreError
 from envguard.model import Distribution, PackageBuild, Record, Snapshot
 from envguard.probes.torch import PYTORCH_INDEX, labelled
 from envguard.redact import strip_url_credentials
@@ -110,7 +110,7 @@ def plan(
     """``journal``: the lock's install journal, whose records group what goes away by the
     command that brought it, as diff groups it."""
     if current is not None and current.venv.kind != "venv":
-        raise EnvguardError(
+        raise RestoreError(
             f"{venv} is a {current.venv.kind}, not a venv: restore builds venvs "
             "and will not replace it; pass --venv NEW_PATH"
         )
