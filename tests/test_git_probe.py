@@ -1,5 +1,7 @@
-"""The code probe reads git as git's plumbing says (#22), in every layout, and no setting of
-the machine's git config changes what is recorded.
+"""The code probe reads git as git reads itself (#22): one ``git status --porcelain=v2`` for
+HEAD, the branch, what changed and what is untracked, one ``git diff`` when something did, no
+GitPython on the snapshot or diff path, and no setting of the machine's git config that can
+change what is recorded.
 
 Each layout is checked against git's own plumbing (``rev-parse``, ``symbolic-ref``, ``diff
 --numstat``, ``ls-files --others``): the commands the probe ran before it read ``status``.
@@ -10,15 +12,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from envguard import _git
+from envguard.errors import RepoError
 from envguard.model import CodeState
 from envguard.probes import code
-from tests.conftest import git
+from tests.conftest import git, make_venv
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 FILE_PROTOCOL = ("-c", "protocol.file.allow=always")
@@ -259,6 +263,122 @@ def test_a_snapshot_from_a_subfolder_or_a_worktree_reads_the_whole_repository(
     assert state.root == str(tree) and _as_probed(state) == _plumbing(tree)
 
 
+def test_counts_come_from_the_patch_as_numstat_gives_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a mode-only change, an empty file or a type change, the line counts are read
+    off the patch: two git commands in all."""
+    root = _bare_project(tmp_path)
+    (root / "w.bin").write_bytes(bytes(range(256)))
+    _commit(root)
+    (root / "model.py").write_text("def forward(x):\n    return x * 2\n# no newline")
+    (root / "w.bin").write_bytes(bytes(range(255, -1, -1)))
+    (root / "notes.txt").write_text("n\n")
+    calls = _count_runs(monkeypatch)
+    state = _probe(root)
+    assert [args[0] for args in calls if args[0] != "config"] == ["status", "diff"], calls
+    assert _as_probed(state) == _plumbing(root)
+    assert {f.path: f.added for f in state.changed} == {"model.py": 2, "w.bin": -1}
+
+
+def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The git commands the probe runs, their pinned ``-c`` settings left out."""
+    calls: list[tuple[str, ...]] = []
+    real = _git.run
+
+    def spy(repo: object, *args: str, check: bool = True) -> bytes:
+        words = list(args)
+        while words and words[0] == "-c":
+            words = words[2:]
+        calls.append(tuple(words))
+        return real(repo, *args, check=check)
+
+    monkeypatch.setattr(_git, "run", spy)
+    return calls
+
+
+def test_a_clean_repository_is_one_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _bare_project(tmp_path)
+    _commit(root)
+    (root / "notes.txt").write_text("untracked only: nothing for git diff to say\n")
+    calls = _count_runs(monkeypatch)
+    state = _probe(root)
+    assert [args[0] for args in calls if args[0] != "config"] == ["status"], calls
+    assert not state.dirty and [u.path for u in state.untracked] == ["notes.txt"]
+
+
+# --- the status parser ------------------------------------------------------------------------
+
+
+def test_status_records_are_read_whole() -> None:
+    """``2`` records carry the original path after a NUL; paths keep spaces and newlines."""
+    oid = "a" * 40
+    raw = b"\0".join([
+        b"# branch.oid " + oid.encode(),
+        b"# branch.head feature/x y",
+        b"# branch.ab +? -?",
+        b"1 .M N... 100644 100644 100644 " + b"b" * 40 + b" " + b"b" * 40 + b" with space.py",
+        b"2 R. N... 100644 100644 100644 " + b"c" * 40 + b" " + b"c" * 40 + b" R100 new\nname.py",
+        b"old name.py",
+        b"u UU N... 100644 100644 100644 100644 " + b"d" * 120 + b" conflict.py",
+        b"? caf\xe9.txt",
+        b"! ignored.log",
+        b"",
+    ])  # fmt: skip
+    status = _git.parse_status(raw)
+    assert status.head == oid and status.branch == "feature/x y"
+    assert status.changed == ("with space.py", "new\nname.py", "old name.py", "conflict.py")
+    assert status.untracked == (os.fsdecode(b"caf\xe9.txt"),)
+
+
+def test_status_of_an_unborn_or_detached_head() -> None:
+    unborn = _git.parse_status(b"# branch.oid (initial)\0# branch.head main\0")
+    assert (unborn.head, unborn.branch, unborn.changed) == ("", "main", ())
+    detached = _git.parse_status(b"# branch.oid " + b"e" * 40 + b"\0# branch.head (detached)\0")
+    assert (detached.head, detached.branch) == ("e" * 40, None)
+
+
+# --- no GitPython on the snapshot or diff path ------------------------------------------------
+
+_LOADED = """
+import atexit, sys
+out, sys.argv = sys.argv[1], ["envguard", *sys.argv[2:]]
+atexit.register(lambda: open(out, "w").write("\\n".join(sys.modules)))
+from envguard.__main__ import main
+main()
+"""
+
+
+def _modules(cwd: Path, out: Path, *args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, str(out), *args], cwd=cwd, capture_output=True, text=True
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return set(out.read_text().split())
+
+
+def test_a_snapshot_and_a_diff_in_a_repository_leave_gitpython_unimported(
+    tmp_path: Path,
+) -> None:
+    venv = make_venv(tmp_path / "venv")
+    root = _bare_project(tmp_path)
+    _commit(root)
+    (root / "model.py").write_text("def forward(x):\n    return x * 3\n")
+    (root / "notes.txt").write_text("n\n")
+    lock = tmp_path / "train.envguard.toml"
+    snap = ["snapshot", "--venv", str(venv), "--no-default-caches", "-q", "-o", str(lock)]
+    loaded = _modules(root, tmp_path / "snapshot.txt", *snap)
+    assert "envguard.probes.code" in loaded and "dirty = true" in lock.read_text()
+    assert "git" not in loaded
+    # from a second clone the lock's repository is another: diff looks for the lock's commit
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    diff = ["diff", str(lock), "--venv", str(venv), "-q"]
+    for where in (root, clone):
+        loaded = _modules(where, tmp_path / "diff.txt", *diff)
+        assert "envguard.drift" in loaded and "git" not in loaded, where
+
+
 # --- the machine's git config changes nothing recorded ----------------------------------------
 
 HOSTILE = {
@@ -393,6 +513,36 @@ def test_all_those_settings_at_once_change_nothing(
     assert "diff --git a/many.py b/many.py" in plain.patch
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(_git_config(tmp_path / "cfg", HOSTILE, root)))
     assert _probe(root).to_dict() == plain.to_dict()
+
+
+def test_reading_the_state_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    """``GIT_OPTIONAL_LOCKS=0``: status refreshes the index in memory only, so a snapshot
+    never writes into the repository it records (nor fights a running git for its lock)."""
+    root = _bare_project(tmp_path)
+    _commit(root)
+    index = root / ".git" / "index"
+    old = index.stat().st_mtime_ns - 10**9  # stale stat data: status would rewrite it
+    os.utime(root / "model.py", ns=(old, old))
+    before = index.read_bytes(), index.stat().st_mtime_ns
+    _probe(root)
+    assert (index.read_bytes(), index.stat().st_mtime_ns) == before
+
+
+# --- a repository git refuses -----------------------------------------------------------------
+
+
+def test_a_repository_owned_by_another_user_is_one_line_saying_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _bare_project(tmp_path)
+    _commit(root)
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own test knob
+    for required in (True, False):
+        with pytest.raises(RepoError) as caught:
+            code.probe(root, required=required)
+        said = str(caught.value)
+        assert "\n" not in said and str(root) in said and "another user" in said, said
+        assert f"git config --global --add safe.directory {root}" in said, said
 
 
 # --- the remote, as GitPython's ``git remote get-url`` gave it -------------------------------

@@ -8,7 +8,9 @@ was committed" (drift), and a dirty change committed as is from one that was not
 
 Every git command runs through :mod:`envguard._git`, with the settings that change a patch's
 bytes pinned (``_git.PATCH_CONFIG``): one machine's ``diff.submodule=log`` must not change
-what another reads.
+what another reads. HEAD, the branch, whether anything tracked changed and the untracked files
+come from one ``git status``; ``git diff`` runs only when something tracked did, and the line
+counts are read off its patch (``git diff --numstat`` only when a section cannot say).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -61,17 +64,19 @@ def probe(
     repo = _git.open_repo(path, required=required)
     if repo is None:
         return None, ()
-    head = _head(repo)
+    status = _git.status(repo)
+    head = status.head
     root = Path(repo.working_tree_dir)
     skip = _relative(root, exclude, folder=True)
     own_paths = _relative(root, own, folder=False)
-    raw = _git.run(repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, *_PATCH, *_DIFF)
+    # git diff only when status saw a tracked change: else its patch is empty
+    raw = _patch(repo, head) if status.changed else b""
     patch, encoding, redacted = _encode_patch(raw)
-    untracked, omitted = _untracked(repo, root, skip, own_paths)
+    untracked, omitted = _untracked(root, status.untracked, skip, own_paths)
     state = CodeState(
         root=str(root),
         head=head,
-        branch=_branch(repo),
+        branch=status.branch,
         remote=_remote(repo),
         dirty=bool(raw),
         patch_sha256=hashlib.sha256(patch.encode()).hexdigest() if patch else "",
@@ -88,29 +93,14 @@ def probe(
     return state, warn if redacted else ()
 
 
-def _head(repo: Any) -> str:
-    try:
-        return str(repo.head.commit.hexsha)
-    except ValueError:  # no commits yet
-        return ""
-
-
-def _branch(repo: Any) -> str | None:
-    try:
-        return str(repo.active_branch.name)
-    except TypeError:  # detached HEAD
-        return None
+def _patch(repo: Any, head: str) -> bytes:
+    """HEAD against the work tree, byte-exact for ``git apply``."""
+    return _git.run(repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, *_PATCH, *_DIFF)
 
 
 def _remote(repo: Any) -> str | None:
-    remotes = {r.name: r for r in repo.remotes}
-    chosen = remotes.get("origin") or next(iter(remotes.values()), None)
-    if chosen is None:
-        return None
-    try:
-        return strip_url_credentials(str(next(iter(chosen.urls))))
-    except Exception:  # a remote without url: nothing worth failing a snapshot over
-        return None
+    url = _git.remote_url(repo)
+    return strip_url_credentials(url) if url is not None else None
 
 
 def _encode_patch(raw: bytes) -> tuple[str, str, int]:
@@ -169,12 +159,14 @@ def _changed_files(
 ) -> tuple[ChangedFile, ...]:
     """Each dirty file: +/- lines, its section's hash and its blob ids (taken from the raw,
     unredacted patch: a rotated secret is a changed file)."""
-    stats = _git.run(
-        repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, "--numstat", "-z", *_DIFF
-    )
-    rows = {p: (a, r) for p, a, r in _parse_numstat_z(stats.decode("utf-8", "surrogateescape"))}
+    if not raw:
+        return ()
+    sections = [s.encode("latin-1") for s in split_patch(raw.decode("latin-1"))]
+    rows = _counted(sections)
+    if rows is None:
+        rows = _numstat(repo, head)
     facts = {}
-    for section in (s.encode("latin-1") for s in split_patch(raw.decode("latin-1"))):
+    for section in sections:
         path = section_path(section)
         if path is not None:
             facts[path] = section_facts(section), b"-dirty" in section
@@ -201,6 +193,40 @@ def _changed_files(
             )
         )
     return _mode_only(repo, head, tuple(out), set(unknown))
+
+
+def _counted(sections: list[bytes]) -> dict[str, tuple[int, int]] | None:
+    """Each file's added and removed lines read off its section, as ``--numstat`` counts
+    them (-1 for a binary); None when a section cannot say: no hunk and no binary patch (a
+    mode change or an empty file, binary or not as git's attributes say), a type change's two
+    sections, a header that does not parse. Then ``git diff --numstat`` says."""
+    rows: dict[str, tuple[int, int]] = {}
+    for section in sections:
+        path = section_path(section)
+        if path is None or path in rows:
+            return None
+        if _SAME_GITLINK.search(section):
+            rows[path] = 0, 0
+        elif (at := section.find(b"\n@@ ")) >= 0:  # every line after it is a hunk's
+            hunks = section[at:]
+            rows[path] = hunks.count(b"\n+"), hunks.count(b"\n-")
+        elif b"\nGIT binary patch\n" in section:
+            rows[path] = -1, -1
+        else:
+            return None
+    return rows
+
+
+# A dirty submodule at its recorded commit: git writes a hunk ("-dirty" appended) but no index
+# line, and numstat, seeing the same commit on both sides, counts nothing.
+_SAME_GITLINK = re.compile(rb"\n-Subproject commit ([0-9a-f]+)\n\+Subproject commit \1-dirty\n")
+
+
+def _numstat(repo: Any, head: str) -> dict[str, tuple[int, int]]:
+    stats = _git.run(
+        repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, "--numstat", "-z", *_DIFF
+    )
+    return {p: (a, r) for p, a, r in _parse_numstat_z(stats.decode("utf-8", "surrogateescape"))}
 
 
 def _shown(path: str) -> str:
@@ -383,14 +409,13 @@ def _relative(root: Path, paths: Iterable[Path], *, folder: bool) -> tuple[str, 
 
 
 def _untracked(
-    repo: Any, root: Path, skip: tuple[str, ...], own: tuple[str, ...]
+    root: Path, listed: tuple[str, ...], skip: tuple[str, ...], own: tuple[str, ...]
 ) -> tuple[tuple[UntrackedFile, ...], int]:
-    # envguard's own files and a venv inside the repo are not the code's state. git's own
-    # listing, as bytes: a file name that is not UTF-8 must not stop a snapshot.
-    listed = _git.run(repo, "ls-files", "-z", "--others", "--exclude-standard")
+    # envguard's own files and a venv inside the repo are not the code's state. Names as
+    # git's status gives them: one that is not UTF-8 must not stop a snapshot.
     names = sorted(
         n
-        for n in listed.decode("utf-8", "surrogateescape").split("\0")
+        for n in listed
         if n and not catalog.is_own_file(n) and n not in own and not n.startswith(skip)
     )
     # By size and hash, never their content: a scratch script or notes file is where secrets
