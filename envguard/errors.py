@@ -97,6 +97,11 @@ class ToolError(EnvguardError):
     """A tool that cannot be added, found or removed."""
 
 
+class BisectError(EnvguardError):
+    """A bisect that cannot start: nothing that differs is a move a trial can make, or
+    GOOD's code cannot be rebuilt from the lock (its commit absent, its patch redacted)."""
+
+
 class TrackingError(EnvguardError):
     """A lock in an MLflow or W&B run cannot be fetched: the tracker is not installed, the
     download failed, the URI is refused."""

@@ -44,7 +44,7 @@ from envguard import uv as uv_backend
 from envguard.bisect import metric
 from envguard.bisect.moves import CACHE_VARS, HEAD, PATCH, Move, cache_kind, trial_packages
 from envguard.bisect.search import Measured
-from envguard.errors import CommandError, EnvguardError
+from envguard.errors import ArgumentError, BisectError, CommandError
 from envguard.model import GpuState, Snapshot
 from envguard.probes.caches import default_paths
 from envguard.redact import REDACTED
@@ -120,7 +120,7 @@ class Workspace:
     def __enter__(self) -> Workspace:
         if self.keep is not None:
             if self.keep.exists() and (not self.keep.is_dir() or any(self.keep.iterdir())):
-                raise EnvguardError(f"--keep {self.keep}: not an empty folder")
+                raise ArgumentError(f"--keep {self.keep}: not an empty folder")
             self.keep.mkdir(parents=True, exist_ok=True)
             self.root = self.keep.absolute()
         else:
@@ -481,13 +481,13 @@ class _Code:
         self.moves = {m.subject: m for m in moves if m.kind == "code"}
         repo = _git.open_repo(self.root, required=True)
         if HEAD in self.moves and not _git.commit_exists(repo, good.head):
-            raise EnvguardError(
+            raise BisectError(
                 f"the lock's commit {good.head[:12]} is not in {self.root}: GOOD's code cannot "
                 "be checked out (git fetch it, or pass --repo)"
             )
         self.live_patch = _git.run(repo, *_git.PATCH_CONFIG, *_DIFF)
         if PATCH in self.moves and good.redacted:
-            raise EnvguardError(
+            raise BisectError(
                 f"the lock's uncommitted patch had {good.redacted} secret line(s) redacted, so "
                 "GOOD's code cannot be rebuilt byte for byte"
             )

@@ -19,7 +19,7 @@ from envguard import snapshot, targets
 from envguard.bisect import metric, moves, search, trials
 from envguard.bisect.metric import number
 from envguard.config import Config
-from envguard.errors import EnvguardError
+from envguard.errors import ArgumentError, BisectError, EnvguardError
 from envguard.restore.plan import Overrides
 from envguard.results.bisect import BisectDone, Culprit, TrialRow
 
@@ -49,11 +49,11 @@ def run(
     on_event: Callable[[trials.Event], None] | None = None,
 ) -> BisectDone:
     if not options.command:
-        raise EnvguardError("nothing to run: envguard bisect [LOCK] -- COMMAND...")
+        raise ArgumentError("nothing to run: envguard bisect [LOCK] -- COMMAND...")
     try:
         pattern = metric.compile_metric(options.metric) if options.metric else None
     except ValueError as exc:
-        raise EnvguardError(str(exc)) from None
+        raise ArgumentError(str(exc)) from None
     path, good, venv_path = targets.lock_for(lock, venv, cfg)
     bad = snapshot.live_for(good, venv_path, repo=repo, lock_path=path)
     sides = trials.Sides(lock_path=path.absolute(), good=good, bad=bad,
@@ -66,7 +66,7 @@ def run(
         derived, warm = _moves(sides, work)
         if not derived.moves:
             why = f" ({'; '.join(derived.notes)})" if derived.notes else ""
-            raise EnvguardError(f"nothing to bisect: no fact a trial can move differs{why}")
+            raise BisectError(f"nothing to bisect: no fact a trial can move differs{why}")
         runner = trials.Trials(sides, derived.moves, settings, work, warm=warm, on_event=on_event)
         outcome = search.bisect(
             derived.moves,
