@@ -97,26 +97,22 @@ PipVenv = Callable[[Path], Path]
 def pip_venv_at(tmp_path_factory: pytest.TempPathFactory) -> PipVenv:
     """``python -m venv DEST`` (a venv with ensurepip's pip), as a call: ``pip_venv_at(dest)``.
 
-    ensurepip takes 3 s a venv; this makes one per folder name per session and copies it. A
-    copy names its template in pip's shebangs, the activate scripts and pyvenv.cfg: those are
-    rewritten to ``dest``, so that pip there installs into ``dest``, as in a venv made there
-    (the prompt is the folder's name, hence one template per name)."""
-    made: dict[str, Path] = {}
-    base = tmp_path_factory.mktemp("pip-venv-templates")
+    ensurepip takes 3 s a venv; this makes one per session and copies it. A copy names its
+    template in pip's shebangs, the activate scripts (the prompt too) and pyvenv.cfg: those are
+    rewritten to ``dest``, so that pip there installs into ``dest`` and activate says its name,
+    as in a venv made there."""
+    template = tmp_path_factory.mktemp("pip-venv") / "envguard-tests-pip-venv-template"
 
     def at(dest: Path) -> Path:
-        if dest.name not in made:
-            template = base / str(len(made)) / dest.name
+        if not template.exists():
             subprocess.run([sys.executable, "-m", "venv", str(template)], check=True)
-            made[dest.name] = template
-        template = made[dest.name]
         shutil.copytree(template, dest, symlinks=True)
-        old, new = str(template).encode(), str(dest).encode()
         for path in [dest / "pyvenv.cfg", *(dest / "bin").iterdir()]:
             if path.is_file() and not path.is_symlink():
                 data = path.read_bytes()
-                if old in data:
-                    path.write_bytes(data.replace(old, new))
+                if template.name.encode() in data:
+                    data = data.replace(str(template).encode(), str(dest).encode())
+                    path.write_bytes(data.replace(template.name.encode(), dest.name.encode()))
         return dest
 
     return at

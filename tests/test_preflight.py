@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from packaging.utils import canonicalize_name
 from envguard import preflight
 from envguard.demo.incident import known_good, newer_torch
 from envguard.errors import EnvguardError
-from tests.conftest import make_venv, offline_install, uv_install
+from tests.conftest import PipVenv, make_venv, offline_install, uv_install
 from tests.test_cli import envguard
 
 
@@ -51,9 +50,10 @@ def test_uv_dry_run_forecasts_the_torch_swap(tmp_path: Path, house: Path) -> Non
     assert _torch(venv) == "2.11.0+cu128"  # nothing was installed
 
 
-def test_pip_dry_run_names_the_requirement(tmp_path: Path, house: Path) -> None:
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # ships pip, offline
+def test_pip_dry_run_names_the_requirement(
+    tmp_path: Path, house: Path, pip_venv_at: PipVenv
+) -> None:
+    venv = pip_venv_at(tmp_path / "venv")  # python -m venv: ships pip, offline
     uv_install(venv, house, "torch==2.11.0+cu128")
     done = envguard(
         "preflight",
@@ -130,11 +130,12 @@ def test_uv_dry_run_parser(lines: list[tuple[str, str, str]]) -> None:
     ]
 
 
-def test_the_shells_pip_settings_do_not_move_the_forecast(tmp_path: Path, house: Path) -> None:
+def test_the_shells_pip_settings_do_not_move_the_forecast(
+    tmp_path: Path, house: Path, pip_venv_at: PipVenv
+) -> None:
     """PIP_PYTHON (pip's --python) in the shell would forecast another venv, one that has
     the newer torch already: the forecast is of the venv checked, whatever the shell says."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # ships pip, offline
+    venv = pip_venv_at(tmp_path / "venv")  # python -m venv: ships pip, offline
     uv_install(venv, house, "torch==2.11.0+cu128")
     other = make_venv(tmp_path / "other")
     uv_install(other, house, "torch==2.14.1")

@@ -8,8 +8,6 @@ the CUDA runtime wheel staying as it is, torchvision and torchaudio new (#20).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from envguard import lockfile, preflight
 from envguard.demo.incident import _training_set
 from envguard.demo.wheels import build_wheel, cudart_header, cudnn_header, torch_version_py
 from envguard.model import CudaLibrary
-from tests.conftest import make_venv, offline_install, uv_install
+from tests.conftest import PipVenv, make_venv, offline_install, uv_install
 from tests.project import Key, invoke
 
 UPGRADE = ("torch==2.14.1", "torchvision==0.29.2", "torchaudio==2.14.1")
@@ -170,10 +168,11 @@ def test_a_build_that_cannot_be_known_is_unknown_never_cpu(venv: Path, house: Pa
     assert code == 1 and "cpu" not in out and out.count("unknown") == 1, out
 
 
-def test_pip_reads_the_build_from_torchs_pins(tmp_path: Path, house: Path) -> None:
+def test_pip_reads_the_build_from_torchs_pins(
+    tmp_path: Path, house: Path, pip_venv_at: PipVenv
+) -> None:
     """pip's report carries torch's requirements: the pins say cu130, as they did before."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # ships pip, offline
+    venv = pip_venv_at(tmp_path / "venv")  # python -m venv: ships pip, offline
     uv_install(venv, house, "torch==2.13.0")
     pip = ["pip", "install", "--no-index", "--find-links", str(house), "torch==2.14.1"]
     doc = _json("preflight", "--venv", str(venv), "--", *pip)

@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from envguard import lockfile, protect, snapshot
 from envguard.demo.incident import known_good, newer_torch
-from tests.conftest import make_venv, offline_install, uv_bin, uv_install
+from tests.conftest import PipVenv, make_venv, offline_install, uv_bin, uv_install
 from tests.project import invoke
 from tests.test_cli import envguard
 
 
 @pytest.fixture
-def protected(tmp_path: Path) -> tuple[Path, Path, Path]:
+def protected(tmp_path: Path, pip_venv_at: PipVenv) -> tuple[Path, Path, Path]:
     house = tmp_path / "house"
     reqs = known_good(house)
     newer_torch(house)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # pip included
+    venv = pip_venv_at(tmp_path / "venv")  # python -m venv: pip included
     uv_install(venv, house, *reqs)
     lock = tmp_path / "train.envguard.toml"
     lockfile.write(lock, snapshot.take(venv, with_code=False, default_caches=False))

@@ -21,7 +21,7 @@ from envguard import lockfile
 from envguard.demo import incident
 from envguard.demo.cache import BuiltBy, make
 from envguard.demo.wheels import build_wheel, torch_version_py
-from tests.conftest import git, make_venv, offline_install, uv_bin
+from tests.conftest import PipVenv, git, make_venv, offline_install, uv_bin
 from tests.project import Project, invoke
 
 # ---------------------------------------------------------------------------------------------
@@ -456,8 +456,11 @@ def test_preflight_judges_only_the_areas_asked(project: Project) -> None:
     assert code == 2 and "nothing left to judge" in err
 
 
-def test_preflight_with_pip_names_the_requirement(project: Project, tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(project.venv)], check=True)
+def test_preflight_with_pip_names_the_requirement(
+    project: Project, tmp_path: Path, pip_venv_at: PipVenv
+) -> None:
+    shutil.rmtree(project.venv)
+    pip_venv_at(project.venv)  # python -m venv --clear: the same folder, now with pip
     project.install("torch==2.11.0+cu128", "transformers==5.6.0")
     pip = [str(project.venv / "bin" / "pip"), "install", "--no-index", "--find-links",
            str(project.house), "needs-new-torch"]  # fmt: skip
