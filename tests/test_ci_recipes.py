@@ -25,7 +25,7 @@ import pytest
 
 from envguard import lockfile
 from envguard.demo import incident
-from tests.conftest import uv_bin
+from tests.conftest import PipVenv, uv_bin
 from tests.project import Project
 from tests.runner import WHEEL, build_wheel, pip_env, runner_python
 
@@ -80,10 +80,10 @@ def _other_python() -> str:
 class Runner:
     """One job's machine: a fresh checkout, the runner's Python, uv when the job sets it up."""
 
-    def __init__(self, tmp: Path, project: Project, house: Path, job: Job) -> None:
+    def __init__(self, tmp: Path, project: Project, house: Path, job: Job, venv: PipVenv) -> None:
         self.checkout = tmp / job.name
         subprocess.run(["git", "clone", "-q", str(project.root), str(self.checkout)], check=True)
-        self.bin = runner_python(tmp / f"{job.name}-python")
+        self.bin = runner_python(tmp / f"{job.name}-python", venv)
         dirs = [str(self.bin)]
         if any("uv" in used for used in job.uses):  # astral-sh/setup-uv, the uv image
             dirs.append(str(Path(uv_bin()).parent))
@@ -112,17 +112,22 @@ def _python_of(venv: Path) -> str:
 
 @pytest.mark.parametrize("recipe", ["github-actions.yml", "gitlab-ci.yml"])
 def test_the_ci_recipes_run_as_written(
-    recipe: str, training: Project, house: Path, sglang_house: Path, tmp_path: Path
+    recipe: str,
+    training: Project,
+    house: Path,
+    sglang_house: Path,
+    tmp_path: Path,
+    pip_venv_at: PipVenv,
 ) -> None:
     jobs = _jobs(recipe)
     assert len(jobs) == 2 and all(job.lines[0] == INSTALL for job in jobs)
     gate, build = sorted(jobs, key=lambda job: "gate" not in job.name)
-    built = Runner(tmp_path, training, house, build)
+    built = Runner(tmp_path, training, house, build, pip_venv_at)
     built.run_job(build)
     # the lock's Python, not the runner's: its pins are built for it
     assert _python_of(built.checkout / ".venv-ci") == lockfile.read(training.lock).python.version
     assert built.run(build.lines[-1]).stdout.strip() == "2.11.0+cu128"  # the lock's torch
-    checker = Runner(tmp_path, training, house, gate)
+    checker = Runner(tmp_path, training, house, gate, pip_venv_at)
     checker.run_job(gate)
     assert (checker.bin / "envguard").is_file()  # the install line's envguard ran the gate
     # and the gate fails once the training venv drifts
@@ -132,10 +137,10 @@ def test_the_ci_recipes_run_as_written(
 
 
 def test_the_install_line_installs_envguard_ml_from_the_wheel(
-    training: Project, house: Path, tmp_path: Path
+    training: Project, house: Path, tmp_path: Path, pip_venv_at: PipVenv
 ) -> None:
     """The line the recipes share: the distribution is envguard-ml, the command envguard."""
-    runner = Runner(tmp_path, training, house, Job("install", [INSTALL], []))
+    runner = Runner(tmp_path, training, house, Job("install", [INSTALL], []), pip_venv_at)
     runner.run_job(Job("install", [INSTALL], []))
     python = runner.bin / "python"
     name = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
@@ -172,6 +177,19 @@ def test_a_fresh_checkout_without_the_venv_says_what_to_do(
                           capture_output=True, text=True, check=False)  # fmt: skip
     assert done.returncode == 2 and "no such directory" not in done.stderr, done.stderr
     assert "envguard restore" in done.stderr, done.stderr  # build it from the lock
+    aside = training.venv.with_name("elsewhere")  # on another machine the lock's venv is not
+    training.venv.rename(aside)
+    try:
+        plan = subprocess.run([sys.executable, "-m", "envguard", "restore", "--dry-run"],
+                              cwd=clone, env=env, capture_output=True, text=True,
+                              check=False)  # fmt: skip
+    finally:
+        aside.rename(training.venv)
+    assert plan.returncode == 0, plan.stderr
+    flat = " ".join(plan.stdout.split())
+    # built in the clone, where its config names it, not at the lock's other machine's path
+    assert flat.startswith("Restore plan for .venv:"), plan.stdout
+    assert ".venv does not exist yet: it will be created" in flat, plan.stdout
 
 
 def _instructions(dockerfile: Path) -> list[tuple[str, str]]:
@@ -184,9 +202,9 @@ class Image:
     """An image's filesystem under ``root``: its Python at /usr/local (with torch), /etc,
     /tmp, /opt; each absolute path of a line moved under it."""
 
-    def __init__(self, root: Path, house: Path) -> None:
+    def __init__(self, root: Path, house: Path, venv: PipVenv) -> None:
         self.root = root
-        self.bin = runner_python(root / "usr" / "local")
+        self.bin = runner_python(root / "usr" / "local", venv)
         incident.install(
             root / "usr" / "local", house, "torch==2.11.0+cu128", "transformers==5.6.0"
         )
@@ -211,12 +229,12 @@ class Image:
 
 
 def test_the_dockerfile_recipe_runs_as_written(
-    training: Project, house: Path, sglang_house: Path, tmp_path: Path
+    training: Project, house: Path, sglang_house: Path, tmp_path: Path, pip_venv_at: PipVenv
 ) -> None:
     context = tmp_path / "context"  # the build context: the project's checkout
     subprocess.run(["git", "clone", "-q", str(training.root), str(context)], check=True)
     (context / "train.py").write_text("print('training')\n")
-    image = Image(tmp_path / "image", house)
+    image = Image(tmp_path / "image", house, pip_venv_at)
     entry: list[str] = []
     for op, args in _instructions(RECIPES / "Dockerfile"):
         assert op in ("COPY", "RUN", "ENTRYPOINT"), op

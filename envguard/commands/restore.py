@@ -42,8 +42,11 @@ def prepare(
     the code; none of them: the venv. ``cache_dirs``: custom cache folders the lock may name
     and ``--cache`` fill, besides the project's."""
     path = targets.lock_path(lock, venv, cfg)
+    locked = lockfile.read(path)
+    if venv is None and cfg.venv is not None and not Path(locked.venv.path).exists():
+        venv = cfg.venv  # a fresh checkout: the project's venv is built where it names it
     req = core.Request(
-        lock_path=path, lock=lockfile.read(path), venv=venv, repo=repo,
+        lock_path=path, lock=locked, venv=venv, repo=repo,
         overrides=overrides or Overrides(), venv_step=everything or not (code or cache),
         caches_step=everything or cache, code_step=everything or code, dry_run=dry_run,
         rebuild=rebuild, force=force, verify_import=verify_import, python=python,
