@@ -188,12 +188,22 @@ def _decoded(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def remote_url(repo: Repo) -> str | None:
+def status_and_remote(repo: Repo) -> tuple[Status, str | None]:
+    """:func:`status`, and the remote's URL read by a ``git config`` that runs meanwhile (a
+    third of the probe's time when run after it)."""
+    remote = _start(repo, ("config", "-z", "--show-scope", "--get-regexp", _URL_KEYS))
+    try:
+        now = status(repo)
+    finally:
+        code, out, _ = _finish(remote)
+    return now, remote_url(out if code == 0 else b"")
+
+
+def remote_url(raw: bytes) -> str | None:
     """``origin``'s URL, else the first remote's, as ``git remote get-url`` gives it (its
-    ``url.<base>.insteadOf`` rewrites applied, the remote's name when it has no URL); the
-    remotes are those of the repository's own config, as GitPython listed them. One ``git
-    config`` for all of it."""
-    raw = run(repo, "config", "-z", "--show-scope", "--get-regexp", _URL_KEYS, check=False)
+    ``url.<base>.insteadOf`` rewrites applied, the remote's name when it has no URL), from
+    ``git config --show-scope --get-regexp``; the remotes are those of the repository's own
+    config, as GitPython listed them."""
     urls: dict[str, list[str]] = {}
     local: list[str] = []
     rewrites: list[tuple[str, str]] = []  # (prefix, base)
@@ -244,19 +254,27 @@ def run(repo: Any, *args: str, check: bool = True) -> bytes:
 
 
 def _exec(repo: Any, args: tuple[str, ...]) -> tuple[int, bytes, str]:
-    """git's exit status, stdout and stderr. Its messages in English (what ``_reason``
-    reads), no optional lock taken (a snapshot does not write the index it reads, nor waits
-    on a running git for it), no GIT_DIFF_OPTS or GIT_EXTERNAL_DIFF of the caller's shell."""
+    """git's exit status, stdout and stderr."""
+    return _finish(_start(repo, args))
+
+
+def _start(repo: Any, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
+    """git started with its messages in English (what ``_reason`` reads), no optional lock
+    taken (a snapshot does not write the index it reads, nor waits on a running git for it),
+    no GIT_DIFF_OPTS or GIT_EXTERNAL_DIFF of the caller's shell."""
     env = {**os.environ, "LC_ALL": "C", "LANGUAGE": "C", "GIT_OPTIONAL_LOCKS": "0"}
     for name in ("GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF"):
         env.pop(name, None)
     try:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             ["git", *args], cwd=repo.working_tree_dir, env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
     except OSError as exc:
         raise RepoError(f"git is not usable here: {exc}") from None
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, bytes, str]:
     # No kill on a ^C (subprocess.run would): git finishes what it started, a stash half
     # made being worse than one made late, and the rollback then sees where git left things.
     with proc:

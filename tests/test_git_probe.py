@@ -267,7 +267,7 @@ def test_counts_come_from_the_patch_as_numstat_gives_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without a mode-only change, an empty file or a type change, the line counts are read
-    off the patch: two git commands in all."""
+    off the patch: status and diff in turn (the remote's git config runs beside status)."""
     root = _bare_project(tmp_path)
     (root / "w.bin").write_bytes(bytes(range(256)))
     _commit(root)
@@ -276,13 +276,13 @@ def test_counts_come_from_the_patch_as_numstat_gives_them(
     (root / "notes.txt").write_text("n\n")
     calls = _count_runs(monkeypatch)
     state = _probe(root)
-    assert [args[0] for args in calls if args[0] != "config"] == ["status", "diff"], calls
+    assert [args[0] for args in calls] == ["status", "diff"], calls
     assert _as_probed(state) == _plumbing(root)
     assert {f.path: f.added for f in state.changed} == {"model.py": 2, "w.bin": -1}
 
 
 def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """The git commands the probe runs, their pinned ``-c`` settings left out."""
+    """The git commands the probe runs one after another, their ``-c`` settings left out."""
     calls: list[tuple[str, ...]] = []
     real = _git.run
 
@@ -303,7 +303,7 @@ def test_a_clean_repository_is_one_status(tmp_path: Path, monkeypatch: pytest.Mo
     (root / "notes.txt").write_text("untracked only: nothing for git diff to say\n")
     calls = _count_runs(monkeypatch)
     state = _probe(root)
-    assert [args[0] for args in calls if args[0] != "config"] == ["status"], calls
+    assert [args[0] for args in calls] == ["status"], calls
     assert not state.dirty and [u.path for u in state.untracked] == ["notes.txt"]
 
 

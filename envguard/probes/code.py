@@ -64,7 +64,7 @@ def probe(
     repo = _git.open_repo(path, required=required)
     if repo is None:
         return None, ()
-    status = _git.status(repo)
+    status, remote = _git.status_and_remote(repo)
     head = status.head
     root = Path(repo.working_tree_dir)
     skip = _relative(root, exclude, folder=True)
@@ -77,7 +77,7 @@ def probe(
         root=str(root),
         head=head,
         branch=status.branch,
-        remote=_remote(repo),
+        remote=strip_url_credentials(remote) if remote is not None else None,
         dirty=bool(raw),
         patch_sha256=hashlib.sha256(patch.encode()).hexdigest() if patch else "",
         patch=patch,
@@ -96,11 +96,6 @@ def probe(
 def _patch(repo: Any, head: str) -> bytes:
     """HEAD against the work tree, byte-exact for ``git apply``."""
     return _git.run(repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, *_PATCH, *_DIFF)
-
-
-def _remote(repo: Any) -> str | None:
-    url = _git.remote_url(repo)
-    return strip_url_credentials(url) if url is not None else None
 
 
 def _encode_patch(raw: bytes) -> tuple[str, str, int]:
