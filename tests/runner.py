@@ -22,7 +22,7 @@ import sysconfig
 from pathlib import Path
 
 from envguard import __version__
-from tests.conftest import uv_bin
+from tests.conftest import PipVenv, uv_bin
 
 ROOT = Path(__file__).resolve().parents[1]
 WHEEL = f"envguard_ml-{__version__}-py3-none-any.whl"  # the distribution envguard-ml
@@ -53,9 +53,10 @@ def build_wheel(out: Path) -> Path:
     return out / WHEEL
 
 
-def runner_python(at: Path) -> Path:
-    """A runner's Python at ``at``, its bin folder returned."""
-    subprocess.run([sys.executable, "-m", "venv", str(at)], check=True, capture_output=True)
+def runner_python(at: Path, pip_venv_at: PipVenv) -> Path:
+    """A runner's Python at ``at``, its bin folder returned: ``pip_venv_at`` is conftest's
+    (``python -m venv``, copied)."""
+    pip_venv_at(at)
     view = at / "preinstalled"
     view.mkdir()
     site = Path(sysconfig.get_paths()["purelib"])
