@@ -24,12 +24,13 @@ from envguard._entry import config as _config
 from envguard._entry import emit as _emit
 from envguard._entry import errors
 from envguard._entry import fail as _fail
+from envguard.drift.areas import AREAS, FAIL_ON
 
 if TYPE_CHECKING:
     from envguard.restore.plan import Overrides
 
 _PATH = click.Path(path_type=Path)
-_AREAS = "python, torch, cuda, gpu, code, caches, libraries, packages, env, host"
+_AREAS = ", ".join(AREAS)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -233,7 +234,7 @@ def _judging(command: F) -> F:
         (
             click.option(
                 "--fail-on",
-                type=click.Choice(["critical", "warning", "any"]),
+                type=click.Choice(FAIL_ON),
                 default=None,
                 help="The least severe change that counts as drift (default: warning).",
             ),

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envguard.drift.areas import AREAS as AREAS  # re-exported: the names the config takes
+from envguard.drift.areas import FAIL_ON
 from envguard.errors import ConfigError
 
 if TYPE_CHECKING:
     from envguard.drift import DriftReport
 
-AREAS = ("python", "torch", "cuda", "gpu", "code", "caches", "libraries", "packages", "env", "host")
-FAIL_ON = ("critical", "warning", "any")
 _KEYS = {
     "venv", "lockfiles", "lock", "fail-on", "only", "ignore", "ignore-env", "ignore-paths",
     "tools", "cache-dirs",

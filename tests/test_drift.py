@@ -1,11 +1,21 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import pytest
 
 from envguard import drift
-from envguard.model import ChangedFile, GpuInfo, GpuState
+from envguard.drift import areas, packages
+from envguard.model import (
+    ChangedFile,
+    CodeState,
+    CudaLibrary,
+    GpuInfo,
+    GpuState,
+    Snapshot,
+    VenvInfo,
+)
 from tests.factories import base, dist, inductor, torch_build
 
 
@@ -210,3 +220,54 @@ def test_cache_moved_is_named_even_when_the_new_place_is_empty() -> None:
     whys = [c.why for c in report.changes]
     assert whys[0] == "the cache folder moved; entries under the old path are not used"
     assert "cold" in whys[1]
+
+
+def _everywhere() -> tuple[Snapshot, Snapshot]:
+    """Two snapshots apart in every area."""
+    old = base(venv=VenvInfo(path="/data/venv", kind="venv", system_site_packages=True),
+               inherited=(dist("six", "1.16.0"),))  # fmt: skip
+    new = dataclasses.replace(
+        old,
+        python=dataclasses.replace(old.python, version="3.13.1", abi="cp313"),
+        torch=torch_build("2.11.0+cu130", "13.0"),
+        cuda=dataclasses.replace(
+            old.cuda, cudnn=CudaLibrary(name="cudnn", version="9.19.0", source="h")
+        ),
+        gpu=dataclasses.replace(old.gpu, driver="590.1"),
+        code=CodeState(root="/src/train", head="b" * 40, branch="main"),
+        caches=(inductor(entries=0),),
+        key_libraries={**old.key_libraries, "transformers": "5.8.1"},
+        packages=(*old.packages, dist("rich", "15.0.0")),
+        inherited=(dist("six", "1.17.0"),),
+        environ={"NCCL_DEBUG": "INFO"},
+        host=dataclasses.replace(old.host, hostname="gpu-02"),
+    )
+    return old, new
+
+
+def test_one_table_of_areas_their_rules_and_severities() -> None:
+    """Each area's rule is its module's ``changes(old, new, context)``, one signature for all,
+    and yields that area's changes alone; compare() is the rules' changes, ordered; the names,
+    the thresholds and the CLI's help are the table's (#22)."""
+    from envguard import cli, config
+
+    assert drift.AREAS == config.AREAS == tuple(a.name for a in areas.ALL)
+    assert drift.FAIL_ON == config.FAIL_ON == ("critical", "warning", "any")
+    assert ", ".join(drift.AREAS) == cli._AREAS
+    old, new = _everywhere()
+    moved = packages.delta(old, new)
+    found = []
+    for area in areas.ALL:
+        rule = area.rule()
+        assert list(inspect.signature(rule).parameters) == ["old", "new", "context"]
+        mine = list(rule(old, new, areas.Context(moved=moved)))
+        assert mine and {c.area for c in mine} == {area.name}, area.name
+        assert any(c.severity == area.severity for c in mine), area.name
+        found += mine
+    report = drift.compare(old, new)
+    assert {c.area for c in report.changes} == set(drift.AREAS)
+    assert sorted(map(_key, found)) == sorted(map(_key, report.changes))
+
+
+def _key(c: drift.Change) -> tuple[str, str, str]:
+    return c.area, c.subject, c.why

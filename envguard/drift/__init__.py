@@ -1,7 +1,8 @@
 """Compare two snapshots: a pure function from (old, new) to a :class:`DriftReport`.
 
 Every change is classed (critical / warning / info) and says in one line why it matters for
-training. One module per area holds its rules; no I/O anywhere here.
+training. One module per area holds its rules, listed in one table (:mod:`.areas`); no I/O
+anywhere here.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from envguard.drift.report import AREAS, FAIL_ON, SEVERITIES, Change, DriftReport
+from envguard.drift.areas import ALL, AREAS, FAIL_ON, Context, named
+from envguard.drift.report import SEVERITIES, Change, DriftReport
 
 if TYPE_CHECKING:  # `snapshot` reads Change from here and must not load the rules
     from envguard import attribution
@@ -28,30 +30,14 @@ def compare(
 ) -> DriftReport:
     """``journal``: ``envguard run`` records, which win over inferred causes; ``planned``:
     ``new`` is a forecast of an install (preflight), and causes say so."""
-    from envguard import attribution, catalog, checks
-    from envguard.drift import caches, code, cuda, env, gpu, host, packages, python, torch
+    from envguard import attribution, checks
+    from envguard.drift import packages
 
-    covered = {
-        *catalog.BUILDS,
-        *(b.name for b in (*old.torch_family, *new.torch_family)),
-        *old.key_libraries,
-        *new.key_libraries,
-    }
     moved = packages.delta(old, new, attribution.installs_since(old, journal))
+    context = Context(planned=planned, moved=moved)
     known = {(f.area, f.subject, f.why) for f in checks.findings(old)}
     found = [f for f in checks.findings(new) if (f.area, f.subject, f.why) not in known]
-    changes = [
-        *python.changes(old, new),
-        *torch.changes(old, new),
-        *cuda.changes(old, new),
-        *gpu.changes(old, new),
-        *code.changes(old.code, new.code),
-        *caches.changes(old, new),
-        *packages.changes(old, new, covered, moved, planned),
-        *env.changes(old, new),
-        *host.changes(old, new),
-        *found,
-    ]
+    changes = [c for area in ALL for c in area.rule()(old, new, context)] + found
     changes.sort(key=lambda c: (SEVERITIES.index(c.severity), AREAS.index(c.area)))
     causes = attribution.causes(old, new, journal, moved.groups, planned=planned)
     changes = [_attributed(c, causes, new) for c in changes]
@@ -64,12 +50,11 @@ def compare(
     )
 
 
-_ATTRIBUTED = ("torch", "libraries", "packages", "cuda")
 _CUDA_PARTS = {"CUDA runtime": "runtime", "cuDNN": "cudnn", "NCCL": "nccl"}
 
 
 def _attributed(change: Change, causes: dict[str, attribution.Cause], new: Snapshot) -> Change:
-    if change.area not in _ATTRIBUTED:
+    if not named(change.area).caused:
         return change
     if change.members:
         members = tuple(

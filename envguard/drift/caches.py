@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envguard._units import human_bytes
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change, cache_label
 from envguard.model import CompileCache, Snapshot
 
+AREA = named("caches")
 
-def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
     b_by_key = {_key(c): c for c in new.caches}
     for a in old.caches:
         b = b_by_key.get(_key(a))
@@ -32,18 +35,14 @@ def _size(c: CompileCache) -> str:
 def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
     label = cache_label(a.kind, a.path)
     if a.path != b.path:
-        yield Change(
-            severity="warning",
-            area="caches",
+        yield AREA.change(
             subject=label,
             old=a.path,
             new=b.path,
             why="the cache folder moved; entries under the old path are not used",
         )
     if a.exists and a.entries > 0 and b.exists and b.entries == 0 and b.unreadable:
-        yield Change(
-            severity="warning",
-            area="caches",
+        yield AREA.change(
             subject=label,
             old=_size(a),
             new="unreadable",
@@ -53,9 +52,7 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
         return
     if a.exists and a.entries > 0 and (not b.exists or b.entries == 0):
         state = "empty" if b.exists else "gone"
-        yield Change(
-            severity="warning",
-            area="caches",
+        yield AREA.change(
             subject=label,
             old=_size(a),
             new=state,
@@ -63,9 +60,7 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
         )
         return
     if b.entries and (b.entries < a.entries or b.bytes < a.bytes * 0.9):
-        yield Change(
-            severity="warning",
-            area="caches",
+        yield AREA.change(
             subject=label,
             old=_size(a),
             new=_size(b),
@@ -73,9 +68,8 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
         )
     elif a.fingerprint != b.fingerprint and b.exists:
         grew = "grew" if b.entries > a.entries else "contents changed"
-        yield Change(
+        yield AREA.change(
             severity="info",
-            area="caches",
             subject=label,
             old=_size(a),
             new=_size(b),

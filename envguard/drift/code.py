@@ -12,8 +12,11 @@ import fnmatch
 import functools
 from collections.abc import Callable, Iterator
 
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
-from envguard.model import ChangedFile, CodeState, HeadMove, MovedFile, UntrackedFile
+from envguard.model import ChangedFile, CodeState, HeadMove, MovedFile, Snapshot, UntrackedFile
+
+AREA = named("code")
 
 # Files a training run does not read: documentation and the repository's own metadata.
 _NOT_RUN = (
@@ -23,12 +26,15 @@ _NOT_RUN = (
 )  # fmt: skip
 
 
-def changes(a: CodeState | None, b: CodeState | None) -> Iterator[Change]:
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
+    yield from _code(old.code, new.code)
+
+
+def _code(a: CodeState | None, b: CodeState | None) -> Iterator[Change]:
     if a is None or b is None:
         if a is not None:
-            yield Change(
+            yield AREA.change(
                 severity="warning",
-                area="code",
                 subject="repository",
                 old=a.root,
                 new="not found here",
@@ -36,9 +42,8 @@ def changes(a: CodeState | None, b: CodeState | None) -> Iterator[Change]:
                 "run in the repository, or pass --repo",
             )
         elif b is not None:
-            yield Change(
+            yield AREA.change(
                 severity="info",
-                area="code",
                 subject="repository",
                 old="not captured",
                 new=b.root,
@@ -48,9 +53,8 @@ def changes(a: CodeState | None, b: CodeState | None) -> Iterator[Change]:
     own = _owner(a, b)
     if a.head == b.head:
         if a.branch != b.branch:
-            yield Change(
+            yield AREA.change(
                 severity="info",
-                area="code",
                 subject="git branch",
                 old=a.branch or "detached",
                 new=b.branch or "detached",
@@ -99,9 +103,7 @@ def _unknown_head(a: CodeState, b: CodeState) -> Change:
         )
     else:
         why = "the committed code is not the snapshot's"
-    return Change(
-        severity="critical",
-        area="code",
+    return AREA.change(
         subject="git HEAD",
         old=a.head[:12] or "no commits",
         new=b.head[:12] + (f" on {b.branch}" if b.branch else " (detached)"),
@@ -125,9 +127,8 @@ def _moved_head(
         why += _list(code)
         if not [c for c in differing if c.severity == "critical"]:
             why += "; the working tree has the snapshot's code all the same"
-    yield Change(
+    yield AREA.change(
         severity="info",
-        area="code",
         subject="git HEAD",
         old=a.head[:12] or "no commits",
         new=b.head[:12] + (f" on {b.branch}" if b.branch else " (detached)"),
@@ -156,9 +157,8 @@ def _files(
         x, y, m = then.get(path), now.get(path), moved.get(path)
         if not _differs(x, y, m) or _config_only(path, *_contents(x, y, m)):
             continue
-        yield Change(
-            severity="info" if _not_run(path) else "critical",
-            area="code",
+        yield AREA.change(
+            severity="info" if _not_run(path) else AREA.severity,
             subject=path,
             old=_stat(x) if x else "clean",
             new=_stat(y) if y else ("committed" if m else "clean"),
@@ -236,9 +236,8 @@ def _untracked(a: CodeState, b: CodeState, own: Callable[[str], bool]) -> Iterat
             continue
         state = "new" if fx is None else "gone" if fy is None else "changed"
         severe = unversioned and state != "new" and not _not_run(path)
-        yield Change(
-            severity="critical" if severe else "info",
-            area="code",
+        yield AREA.change(
+            severity=AREA.severity if severe else "info",
             subject=path,
             old=f"{fx.size} B" if fx else "absent",
             new=f"{fy.size} B" if fy else "absent",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
 from envguard.model import CudaLibrary, Snapshot
 
+AREA = named("cuda")
 LABELS = {"runtime": "CUDA runtime", "cudnn": "cuDNN", "nccl": "NCCL"}
 _WHY = {
     "runtime": "kernels, cuBLAS heuristics and the driver it needs all follow the runtime",
@@ -15,7 +17,7 @@ _WHY = {
 }
 
 
-def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
     loaded_from_system: set[str] = set()
     for part, label in LABELS.items():
         (va, a_sys), (vb, b_sys) = _loaded(old, part), _loaded(new, part)
@@ -25,9 +27,8 @@ def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
             continue
         major_moved = va.split(".")[0] != vb.split(".")[0]
         system = " (torch loads the system's copy: no CUDA wheels)" if a_sys and b_sys else ""
-        yield Change(
-            severity="critical" if major_moved else "warning",
-            area="cuda",
+        yield AREA.change(
+            severity="critical" if major_moved else AREA.severity,
             subject=label,
             old=va or "absent",
             new=vb or "absent",
@@ -37,9 +38,8 @@ def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     sys_b = {lib.name: lib.version for lib in new.cuda.system}
     for name in sorted((set(sys_a) | set(sys_b)) - loaded_from_system):
         if sys_a.get(name) != sys_b.get(name):
-            yield Change(
+            yield AREA.change(
                 severity="info",
-                area="cuda",
                 subject=f"system {name}",
                 old=sys_a.get(name, "absent"),
                 new=sys_b.get(name, "absent"),

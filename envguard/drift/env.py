@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envguard import catalog
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
 from envguard.model import Snapshot
 
+AREA = named("env")
 _WHY = (
     ("NCCL_", "collective algorithms and transports; can hang or slow multi-GPU runs"),
     ("TORCHINDUCTOR_", "how torch.compile builds kernels and where it caches them"),
@@ -47,7 +49,7 @@ _NOT_THE_JOB = (
 )
 
 
-def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
     # locks of older envguards recorded variables now known to be noise (VIRTUAL_ENV)
     a = {k: v for k, v in old.environ.items() if catalog.env_captured(k)}
     b = {k: v for k, v in new.environ.items() if catalog.env_captured(k)}
@@ -60,9 +62,8 @@ def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         why = quiet or next(
             (w for prefix, w in _WHY if name.startswith(prefix)), "how the job runs"
         )
-        yield Change(
-            severity="info" if quiet else "warning",
-            area="env",
+        yield AREA.change(
+            severity="info" if quiet else AREA.severity,
             subject=name,
             old="unset" if x is None else x,
             new="unset" if y is None else y,

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
 from envguard.model import GpuInfo, Snapshot
 
+AREA = named("gpu")
 
-def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
     a, b = old.gpu, new.gpu
     if a.driver != b.driver:
-        yield Change(
-            severity="warning",
-            area="gpu",
+        yield AREA.change(
             subject="NVIDIA driver",
             old=a.driver or "absent",
             new=b.driver or "absent",
@@ -21,18 +22,15 @@ def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         )
     models_a, models_b = models(a.gpus), models(b.gpus)
     if models_a != models_b:
-        yield Change(
-            severity="warning",
-            area="gpu",
+        yield AREA.change(
             subject="GPUs",
             old=models_a or "none",
             new=models_b or "none",
             why="kernels and autotuning were chosen for the old GPUs",
         )
     elif sorted(g.uuid for g in a.gpus) != sorted(g.uuid for g in b.gpus):
-        yield Change(
+        yield AREA.change(
             severity="info",
-            area="gpu",
             subject="GPUs",
             old=models_a,
             new=models_b,

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
 from envguard.model import Snapshot
 
+AREA = named("host")
 
-def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
     a, b = old.host.to_dict(), new.host.to_dict()
     for key in sorted(set(a) | set(b)):
         if a.get(key) != b.get(key):
-            yield Change(
-                severity="info",
-                area="host",
+            yield AREA.change(
                 subject=key.replace("_", " "),
                 old=str(a.get(key, "")),
                 new=str(b.get(key, "")),

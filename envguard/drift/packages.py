@@ -1,14 +1,18 @@
-"""Every other distribution: added and changed ones grouped by install, removed ones."""
+"""Every other distribution: added and changed ones grouped by install, removed ones, and
+those a --system-site-packages venv imports from its base interpreter."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from envguard import attribution, grouping
+from envguard import attribution, catalog, grouping
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
 from envguard.model import Distribution, Snapshot
 from envguard.versions import newer, same
+
+AREA = named("packages")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,19 +52,49 @@ def delta(old: Snapshot, new: Snapshot, installs: Sequence[attribution.Install] 
     )
 
 
-def changes(
-    old: Snapshot, new: Snapshot, covered: set[str], moved: Delta, planned: bool = False
-) -> Iterator[Change]:
-    """``covered`` names (torch, key libraries) have rows of their own but still count in,
-    and can root, the group they arrived with; ``planned``: ``new`` is a forecast."""
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
+    """The torch family and the key libraries have rows of their own (:mod:`.libraries`) but
+    still count in, and can root, the group they arrived with."""
+    yield from _inherited(old, new)
+    moved = context.moved if context.moved is not None else delta(old, new)
+    covered = _covered(old, new)
     was, now = old.versions(), new.versions()
     before = {d.name: was[d.name] for d in moved.changed}
     for group in moved.groups:
         if len(group.members) > 1 or group.members[0].name not in covered:
-            yield _group_change(group, before, now, planned)
+            yield _group_change(group, before, now, context.planned)
     removed = [d for d in moved.removed if d.name not in covered]
     if removed:
         yield _removed_change(removed)
+
+
+def _covered(old: Snapshot, new: Snapshot) -> set[str]:
+    """The names with rows of their own: torch, its family and the key libraries."""
+    family = {b.name for b in (*old.torch_family, *new.torch_family)}
+    return {*catalog.BUILDS, *family, *old.key_libraries, *new.key_libraries}
+
+
+def _inherited(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+    """What a venv that sees its base interpreter's packages (on both sides: else it is
+    :mod:`.python`'s change) imports from there."""
+    if not (old.venv.system_site_packages and new.venv.system_site_packages):
+        return
+    a = {d.name: d.version for d in old.inherited}
+    b = {d.name: d.version for d in new.inherited}
+    moved = [
+        f"{'+' if n not in a else '-' if n not in b else '~'} {n} "
+        + (b[n] if n not in a else a[n] if n not in b else f"{a[n]} → {b[n]}")
+        for n in sorted(set(a) | set(b))
+        if n not in a or n not in b or not same(a[n], b[n])
+    ]
+    if moved:
+        yield AREA.change(
+            subject="system packages",
+            old=f"{len(a)} inherited",
+            new=f"{len(b)} inherited",
+            members=tuple(moved),
+            why=(f"{len(moved)} of the base interpreter's packages the venv imports changed"),
+        )
 
 
 def _group_change(
@@ -81,17 +115,13 @@ def _group_change(
             bump = {True: "upgrade", False: "downgrade", None: "version change"}[
                 newer(before[d.name], d.version)
             ]
-            return Change(
-                severity="warning",
-                area="packages",
+            return AREA.change(
                 subject=d.name,
                 old=before[d.name],
                 new=d.version,
                 why=f"{bump} of a package on the import path",
             )
-        return Change(
-            severity="warning",
-            area="packages",
+        return AREA.change(
             subject=d.name,
             old="absent",
             new=d.version,
@@ -102,9 +132,7 @@ def _group_change(
     text = " and ".join(p for p in parts if p)
     root = f", with {group.root.name} {group.root.version}" if group.root else ""
     when = f" at {group.installed_at}" if group.installed_at else ""
-    return Change(
-        severity="warning",
-        area="packages",
+    return AREA.change(
         subject=f"{len(members)} packages",
         members=members,
         # an install not yet run has no time, and is said as one to come
@@ -120,17 +148,13 @@ def _removed_change(removed: list[Distribution]) -> Change:
     members = tuple(f"- {d.name} {d.version}" for d in removed)
     if len(removed) == 1:
         d = removed[0]
-        return Change(
-            severity="warning",
-            area="packages",
+        return AREA.change(
             subject=d.name,
             old=d.version,
             new="absent",
             why="removed: code that imports it fails",
         )
-    return Change(
-        severity="warning",
-        area="packages",
+    return AREA.change(
         subject=f"{len(removed)} packages",
         old=f"{len(removed)} packages",
         new="absent",

@@ -1,15 +1,18 @@
-"""The interpreter, and what a --system-site-packages venv imports from outside itself."""
+"""The interpreter, and whether a venv sees its base interpreter's packages. (What it imports
+from there is a package change: :mod:`.packages`.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
 from envguard.model import Snapshot
-from envguard.versions import same
+
+AREA = named("python")
 
 
-def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
     yield from _interpreter(old, new)
     yield from _system_site(old, new)
 
@@ -24,9 +27,7 @@ def _interpreter(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         if same_abi and _minor(a.version) == _minor(b.version)
         else "another interpreter ABI: every compiled extension, torch included, is another build"
     )
-    yield Change(
-        severity="critical",
-        area="python",
+    yield AREA.change(
         subject="Python",
         old=f"{a.implementation} {a.version}",
         new=f"{b.implementation} {b.version}",
@@ -40,37 +41,16 @@ def _minor(version: str) -> str:
 
 def _system_site(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     flag_a, flag_b = old.venv.system_site_packages, new.venv.system_site_packages
-    if flag_a != flag_b:
-        n = len(old.inherited if flag_a else new.inherited)
-        packages = f"{n} package{'s' if n != 1 else ''}"
-        yield Change(
-            severity="warning",
-            area="python",
-            subject="system site-packages",
-            old="included" if flag_a else "not included",
-            new="included" if flag_b else "not included",
-            why=f"the base interpreter's {packages} it imported are gone: imports of them fail"
-            if flag_a
-            else f"it now also imports the base interpreter's {packages}",
-        )
+    if flag_a == flag_b:
         return
-    if not flag_b:
-        return
-    a = {d.name: d.version for d in old.inherited}
-    b = {d.name: d.version for d in new.inherited}
-    moved = [
-        f"{'+' if n not in a else '-' if n not in b else '~'} {n} "
-        + (b[n] if n not in a else a[n] if n not in b else f"{a[n]} → {b[n]}")
-        for n in sorted(set(a) | set(b))
-        if n not in a or n not in b or not same(a[n], b[n])
-    ]
-    if moved:
-        yield Change(
-            severity="warning",
-            area="packages",
-            subject="system packages",
-            old=f"{len(a)} inherited",
-            new=f"{len(b)} inherited",
-            members=tuple(moved),
-            why=(f"{len(moved)} of the base interpreter's packages the venv imports changed"),
-        )
+    n = len(old.inherited if flag_a else new.inherited)
+    packages = f"{n} package{'s' if n != 1 else ''}"
+    yield AREA.change(
+        severity="warning",
+        subject="system site-packages",
+        old="included" if flag_a else "not included",
+        new="included" if flag_b else "not included",
+        why=f"the base interpreter's {packages} it imported are gone: imports of them fail"
+        if flag_a
+        else f"it now also imports the base interpreter's {packages}",
+    )

@@ -7,9 +7,7 @@ from typing import Any
 
 from envguard.model import Record
 
-SEVERITIES = ("critical", "warning", "info")
-FAIL_ON = ("critical", "warning", "any")
-AREAS = ("python", "torch", "cuda", "gpu", "code", "caches", "libraries", "packages", "env", "host")
+SEVERITIES = ("critical", "warning", "info")  # most severe first
 
 
 @dataclass(frozen=True, kw_only=True)

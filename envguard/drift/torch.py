@@ -1,28 +1,26 @@
-"""torch's real build, its C++ extensions and Triton, and the key ML libraries."""
+"""torch's real build. (Its C++ extensions, Triton and the key ML libraries: :mod:`.libraries`.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envguard import catalog
+from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
 from envguard.model import PackageBuild, Snapshot
 from envguard.versions import same
 
+AREA = named("torch")
 
-def changes(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+
+def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
     yield from _torch(old.torch, new.torch)
-    yield from _family(old, new)
-    yield from _libraries(old, new)
 
 
 def _torch(a: PackageBuild | None, b: PackageBuild | None) -> Iterator[Change]:
     if a is None and b is None:
         return
     if a is None or b is None:
-        yield Change(
-            severity="critical",
-            area="torch",
+        yield AREA.change(
             subject="torch",
             old=a.version if a else "absent",
             new=b.version if b else "absent",
@@ -38,18 +36,15 @@ def _torch(a: PackageBuild | None, b: PackageBuild | None) -> Iterator[Change]:
     ):
         # an unknown source (most are: pip and uv record none) is no other source
         if a.index_url and b.index_url and a.index_url != b.index_url:
-            yield Change(
+            yield AREA.change(
                 severity="info",
-                area="torch",
                 subject="torch",
                 old=a.index_url,
                 new=b.index_url,
                 why="the same build, from another index",
             )
         return
-    yield Change(
-        severity="critical",
-        area="torch",
+    yield AREA.change(
         subject="torch",
         old=a.version,
         new=b.version,
@@ -91,40 +86,3 @@ def _build_of(build: PackageBuild) -> str:
     if build.hip or build.rocm:
         return f"ROCm build {build.hip or build.rocm}"
     return f"{build.variant} build" if build.variant else "unknown build"
-
-
-def _family(old: Snapshot, new: Snapshot) -> Iterator[Change]:
-    a = {b.name: b for b in old.torch_family}
-    b = {b.name: b for b in new.torch_family}
-    for name in sorted(set(a) | set(b)):
-        x, y = a.get(name), b.get(name)
-        if x and y and same(x.version, y.version):
-            continue
-        why = catalog.why_library(name)
-        if x and y and x.variant != y.variant and x.variant and y.variant:
-            why = f"{x.variant} → {y.variant} build; {why}"
-        yield Change(
-            severity="warning",
-            area="libraries",
-            subject=name,
-            old=x.version if x else "absent",
-            new=y.version if y else "absent",
-            why=why,
-        )
-
-
-def _libraries(old: Snapshot, new: Snapshot) -> Iterator[Change]:
-    family = {b.name for b in (*old.torch_family, *new.torch_family)} | set(catalog.BUILDS)
-    a, b = old.key_libraries, new.key_libraries
-    for name in sorted((set(a) | set(b)) - family):
-        x, y = a.get(name), b.get(name)
-        if x is not None and y is not None and same(x, y):
-            continue
-        yield Change(
-            severity="warning",
-            area="libraries",
-            subject=name,
-            old=x or "absent",
-            new=y or "absent",
-            why=catalog.why_library(name),
-        )
