@@ -80,8 +80,9 @@ def test_the_readme_pre_commit_snippet_as_written(
     rev = snippet.split("rev:")[1].split()[0]
     clone = tmp_path / "envguard"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-    if rev not in git(clone, "tag", "--list", rev).split():
-        git(clone, "tag", rev)  # a checkout without tags: the release the README names
+    # the release the README names, as this checkout is (a tag of an older commit would test
+    # that commit's hook, not this one's)
+    git(clone, "tag", "-f", rev)
     repo_line = next(ln for ln in snippet.splitlines() if "repo:" in ln)
     (project.root / ".pre-commit-config.yaml").write_text(
         snippet.replace(repo_line, f"  - repo: {clone}")
