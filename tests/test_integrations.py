@@ -4,12 +4,17 @@ pre-commit: the repository is a hook repository (``.pre-commit-hooks.yaml``); th
 ``pre-commit try-repo`` installs the hook from this checkout into pre-commit's own virtualenv
 (which sets ``VIRTUAL_ENV`` to itself) and runs it in a project laid out as users lay it out.
 That install needs envguard's dependencies from the package index, as it does for users.
+The checkout is committed once per session (``hook_repo``), at the README's ``rev``. try-repo
+builds the hook's environment anew each run (in a store of its own); ``pre-commit run`` with a
+config naming that repository and rev builds it once in the session's ``PRE_COMMIT_HOME``, as
+for a user whose config does not change.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from envguard.demo import incident
+from tests.conftest import git
 from tests.project import Project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,36 +34,63 @@ def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
-def _try_repo(project: Project, home: Path) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout as it is (its working tree: what is under test, new files included),
+    committed in a repository of its own and tagged with the README snippet's ``rev`` (no
+    older commit's tag of that name: the hook is this checkout's): the hook repository of every
+    pre-commit run in the session, at one rev."""
+    repo = tmp_path_factory.mktemp("hook-repo") / "envguard"
+    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():  # a file deleted in the working tree stays out
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, repo / name)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m",
+        "the checkout under test")  # fmt: skip
+    git(repo, "tag", _readme_rev())
+    return repo
+
+
+def _pre_commit(project: Project, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     env.update(PRE_COMMIT_HOME=str(home), NO_COLOR="1", COLUMNS="80")
     env.pop("UV_OFFLINE", None)  # the hook's own install reaches the index, as for users
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "envguard-diff",
-         "--all-files", "--verbose"],
+        [sys.executable, "-m", "pre_commit", *args, "--all-files", "--verbose"],
         cwd=project.root, env=env, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
 
 
 def test_the_pre_commit_hook_gates_on_the_training_venv(
-    project: Project, sglang_house: Path, pre_commit_home: Path
+    project: Project, sglang_house: Path, pre_commit_home: Path, hook_repo: Path
 ) -> None:
     pytest.importorskip("pre_commit")
     project.snapshot()
     project.commit("lock the known-good environment", "lockfiles")
-    clean = _try_repo(project, pre_commit_home)
+    try_repo = ("try-repo", str(hook_repo), "envguard-diff", "--ref", _readme_rev())
+    clean = _pre_commit(project, pre_commit_home, *try_repo)
     said = clean.stdout + clean.stderr
     if "An unexpected error has occurred" in said and "pip" in said and "install" in said:
         # no package index reachable: the hook's own environment cannot be built here
         pytest.skip(f"pre-commit could not install the hook's environment: {said[-300:]}")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "envguard diff" in clean.stdout and "Passed" in clean.stdout
+    # the config try-repo ran, in the project: pre-commit run keeps its hook environment
+    (project.root / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hook_repo}\n    rev: {_readme_rev()}\n"
+        "    hooks:\n      - id: envguard-diff\n"
+    )
+    project.commit("the hook", ".pre-commit-config.yaml")
     # a commit that edits training code: the environment is unchanged, the hook passes
     project.write("model.py", "def forward(x):\n    return 2 * x\n")
-    edited = _try_repo(project, pre_commit_home)
+    edited = _pre_commit(project, pre_commit_home, "run")
     assert edited.returncode == 0, edited.stdout + edited.stderr
     incident.swap_in_sglang(project.venv, sglang_house)
-    drifted = _try_repo(project, pre_commit_home)
+    drifted = _pre_commit(project, pre_commit_home, "run")
     assert drifted.returncode == 1, drifted.stdout + drifted.stderr
     assert "Failed" in drifted.stdout
     assert "2.11.0+cu128 → 2.11.0+cu130" in drifted.stdout  # the change itself is shown
@@ -69,23 +102,21 @@ def _readme_snippet() -> str:
     return section[section.index("```yaml\n") + 8 : section.index("```\n", 20)]
 
 
-def test_the_readme_pre_commit_snippet_as_written(
-    project: Project, sglang_house: Path, pre_commit_home: Path, tmp_path: Path
-) -> None:
-    """The snippet with its ``rev``, from a clone of this repository at that tag."""
-    pytest.importorskip("pre_commit")
-    from tests.conftest import git
+def _readme_rev() -> str:
+    return _readme_snippet().split("rev:")[1].split()[0]
 
+
+def test_the_readme_pre_commit_snippet_as_written(
+    project: Project, sglang_house: Path, pre_commit_home: Path, hook_repo: Path
+) -> None:
+    """The snippet with its ``rev``, from this checkout at that tag (a checkout without tags:
+    the release the README names)."""
+    pytest.importorskip("pre_commit")
     snippet = _readme_snippet()
-    rev = snippet.split("rev:")[1].split()[0]
-    clone = tmp_path / "envguard"
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-    # the release the README names, as this checkout is (a tag of an older commit would test
-    # that commit's hook, not this one's)
-    git(clone, "tag", "-f", rev)
+    assert _readme_rev() in git(hook_repo, "tag", "--list").split()
     repo_line = next(ln for ln in snippet.splitlines() if "repo:" in ln)
     (project.root / ".pre-commit-config.yaml").write_text(
-        snippet.replace(repo_line, f"  - repo: {clone}")
+        snippet.replace(repo_line, f"  - repo: {hook_repo}")
     )
     project.snapshot()
     project.commit("lock and hook", "lockfiles", ".pre-commit-config.yaml")
