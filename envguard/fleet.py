@@ -25,15 +25,6 @@ _PARALLEL_FROM = 200
 
 
 @dataclass(frozen=True, kw_only=True)
-class Member(Record):
-    """A package of an install group: ``absent`` on the side it was not."""
-
-    name: str
-    old: str
-    new: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class NodeChange(Record):
     """A change that counts, as diff has it, less what a thousand nodes cannot carry (code
     patches, whole journal commands). A group's ``old`` and ``new`` are "": its members say."""
@@ -44,7 +35,7 @@ class NodeChange(Record):
     old: str
     new: str
     why: str
-    members: tuple[Member, ...]
+    members: tuple[drift.Member, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,21 +138,8 @@ def _load(path: Path) -> Loaded | str:
 def _node_change(c: drift.Change) -> NodeChange:
     return NodeChange(
         severity=c.severity, area=c.area, subject=c.subject, old=c.old, new=c.new, why=c.why,
-        members=tuple(_member(m) for m in c.members),
+        members=c.members,
     )  # fmt: skip
-
-
-def _member(line: str) -> Member:
-    """A group's member as drift writes it for people ("~ numpy 2.3.0 → 2.4.0", "+ name 1.0",
-    "- name 1.0", a cause after it in brackets), read back into its parts."""
-    sign, name, *rest = [*line.split(" "), "", ""]
-    if sign == "~" and len(rest) > 2 and rest[1] == "→":
-        return Member(name=name, old=rest[0], new=rest[2])
-    if sign == "+":
-        return Member(name=name, old="absent", new=rest[0])
-    if sign == "-":
-        return Member(name=name, old=rest[0], new="absent")
-    return Member(name=line, old="", new="")  # a shape drift does not write: kept whole
 
 
 def _load_all(paths: Sequence[Path], lock: Snapshot, cfg: Config) -> list[Loaded | str]:

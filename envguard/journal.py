@@ -10,11 +10,13 @@ import fcntl
 import getpass
 import json
 import os
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from envguard._fs import read_regular
 from envguard.drift import Change
@@ -22,7 +24,7 @@ from envguard.errors import JournalError, LockfileError
 from envguard.model import Record
 from envguard.redact import redact_argv, redact_data
 
-SCHEMA = 1
+SCHEMA = 2  # 2: a change's members are records (#22); schema 1's are still read
 SUFFIX = ".envguard-journal.jsonl"
 
 
@@ -109,8 +111,36 @@ def read(path: Path) -> list[Entry]:
                 f"{path}:{number}: journal schema {data['schema']} is newer "
                 "than this envguard reads; upgrade envguard"
             )
+        if isinstance(data, dict) and data.get("schema") == 1:
+            data = _from_schema_1(data)
         try:
             entries.append(Entry.from_dict(data, path=f"{path.name}:{number}"))
         except LockfileError as exc:  # the record checks, worded for lockfiles too
             raise JournalError(str(exc)) from exc
     return entries
+
+
+# How schema 1 wrote a member of a change: "+ name 1.0", "- name 1.0", "~ name 1.0 → 2.0", and
+# what brought it in brackets.
+_MEMBER_LINE = re.compile(r"([+~-]) (\S+) (\S+)(?: → (\S+))?(?: \((.*)\))?")
+
+
+def _from_schema_1(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 entry as schema 2 has it: its changes' members, lines for people then, read
+    into records here, the one place an old journal is read."""
+    changes = data.get("changes")
+    if not isinstance(changes, list):
+        return data  # the record check names what is wrong
+    upgraded = [{**c, "members": [_member(m) for m in c["members"]]}
+               if isinstance(c, dict) and isinstance(c.get("members"), list) else c
+               for c in changes]  # fmt: skip
+    return {**data, "changes": upgraded}
+
+
+def _member(line: object) -> object:
+    m = _MEMBER_LINE.fullmatch(line) if isinstance(line, str) else None
+    if m is None:
+        return line
+    sign, name, first, second, cause = m.groups()
+    old, new = {"+": ("absent", first), "-": (first, "absent"), "~": (first, second or "")}[sign]
+    return {"name": name, "old": old, "new": new, "cause": cause or ""}

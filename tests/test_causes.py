@@ -16,6 +16,7 @@ import pytest
 
 from envguard import drift
 from envguard.demo.wheels import build_wheel
+from envguard.drift import Member
 from tests.conftest import uv_bin
 from tests.factories import base, dist
 from tests.project import Project, invoke, run
@@ -122,10 +123,13 @@ def test_two_packages_of_one_command_are_not_each_others_cause(
     group = v.one("4 packages")
     assert group["why"].startswith("4 packages added together, with rich 15.0.0 at ")
     assert group["members"] == [
-        "+ markdown-it-py 3.0.0 (rich requires markdown-it-py>=2.2.0)",
-        "+ mdurl 0.1.2 (markdown-it-py requires mdurl~=0.1)",
-        "+ pygments 2.19.1 (rich requires pygments<3,>=2.13)",
-        "+ rich 15.0.0",
+        {"name": name, "old": "absent", "new": version, "cause": cause}
+        for name, version, cause in (
+            ("markdown-it-py", "3.0.0", "rich requires markdown-it-py>=2.2.0"),
+            ("mdurl", "0.1.2", "markdown-it-py requires mdurl~=0.1"),
+            ("pygments", "2.19.1", "rich requires pygments<3,>=2.13"),
+            ("rich", "15.0.0", ""),
+        )
     ]
 
 
@@ -184,11 +188,13 @@ def test_a_requirement_that_ruled_the_old_version_out_or_pins_the_new_is_evidenc
     )
     group = next(c for c in report.changes if c.members)
     assert group.members == (
-        "+ accelerate 1.0 (peft requires accelerate==1.0)",
-        "+ peft 1.0",
-        "~ safetensors 0.8.0 → 0.4.5 (accelerate requires safetensors<0.5)",
-        "~ tokenizers 0.20.0 → 0.22.1 (peft requires tokenizers==0.22.1)",
-    )
+        Member(name="accelerate", old="absent", new="1.0", cause="peft requires accelerate==1.0"),
+        Member(name="peft", old="absent", new="1.0"),
+        Member(name="safetensors", old="0.8.0", new="0.4.5",
+               cause="accelerate requires safetensors<0.5"),
+        Member(name="tokenizers", old="0.20.0", new="0.22.1",
+               cause="peft requires tokenizers==0.22.1"),
+    )  # fmt: skip
     assert "with peft 1.0" in group.why
 
 
@@ -209,7 +215,9 @@ def test_two_roots_sharing_a_requirement_name_no_root() -> None:
     group = next(c for c in report.changes if c.members)
     assert group.why == "3 packages added together at 2026-11-28 14:02:01"
     # either root brought it; the first by name is said, as a requirement, not as a root
-    assert group.members[1] == "+ pygments 2.19.1 (ipython requires pygments>=2.4)"
+    assert group.members[1] == Member(
+        name="pygments", old="absent", new="2.19.1", cause="ipython requires pygments>=2.4"
+    )
 
 
 def test_what_goes_away_follows_the_journal_where_it_knows_the_command(

@@ -204,8 +204,14 @@ def test_json_carries_every_change_with_its_members_structured(tmp_path: Path) -
     assert set(n["changes"][0]) >= {"severity", "area", "subject", "old", "new", "why", "members"}
     (group,) = [c for c in n["changes"] if c["members"]]
     assert group["subject"] == "8 packages"
-    assert {"name": "numpy", "old": "2.3.0", "new": "2.4.0"} in group["members"]
-    assert {"name": "dep0", "old": "absent", "new": "1.0"} in group["members"]
+    by_name = {m.pop("name"): m for m in group["members"]}
+    # each as diff has it: the requirement that brought it too
+    assert by_name["numpy"] == {
+        "old": "2.3.0",
+        "new": "2.4.0",
+        "cause": "server requires numpy>=2.4",
+    }
+    assert (by_name["dep0"]["old"], by_name["dep0"]["new"]) == ("absent", "1.0")
     single = next(c for c in n["changes"] if c["subject"] == "tool00")
     assert (single["old"], single["new"], single["members"]) == ("absent", "1.0", [])
 

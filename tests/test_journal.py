@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from envguard import journal
 from envguard.demo.incident import known_good, newer_torch
+from envguard.drift import Member
+from envguard.errors import JournalError
 from tests.conftest import make_venv, offline_install, uv_bin, uv_install
 from tests.test_cli import envguard
 
@@ -93,6 +97,29 @@ def test_corrupt_journal(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1 and ":1: not a journal entry" in done.stderr
     diff = envguard("diff", str(lock), "--venv", str(venv), cwd=tmp_path)
     assert diff.returncode == 0 and "causes are inferred instead" in diff.stdout
+
+
+def test_a_schema_1_journal_reads_its_members_as_records(tmp_path: Path) -> None:
+    """Schema 1 wrote a group's members as lines for people; schema 2 reads them as the
+    records it writes (#22), and what is none it leaves for the record check to name."""
+    group = {"severity": "warning", "area": "packages", "subject": "3 packages", "why": "w",
+             "members": ["+ rich 15.0.0", "~ torch 2.11.0+cu128 → 2.11.0+cu130 (by `uv pip "
+                         "install torch`)", "- six 1.16.0"]}  # fmt: skip
+    entry = {"schema": 1, "command": ["uv"], "user": "u", "host": "h", "cwd": "/",
+             "started": "s", "finished": "f", "exit_code": 0, "changes": [group]}  # fmt: skip
+    path = tmp_path / "train.envguard-journal.jsonl"
+    path.write_text(json.dumps(entry) + "\n" + json.dumps({**entry, "schema": 2}) + "\n")
+    # the schema-2 line's members are not records
+    with pytest.raises(JournalError, match=r":2\.changes\[0\]\.members\[0\]: expected a table"):
+        journal.read(path)
+    path.write_text(json.dumps(entry) + "\n")
+    (read,) = journal.read(path)
+    assert read.changes[0].members == (
+        Member(name="rich", old="absent", new="15.0.0"),
+        Member(name="torch", old="2.11.0+cu128", new="2.11.0+cu130",
+               cause="by `uv pip install torch`"),
+        Member(name="six", old="1.16.0", new="absent"),
+    )  # fmt: skip
 
 
 def test_nothing_to_run(tmp_path: Path) -> None:

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from envguard.drift.areas import ALL, AREAS, FAIL_ON, Context, named
-from envguard.drift.report import SEVERITIES, Change, DriftReport
+from envguard.drift.report import SEVERITIES, Change, DriftReport, Member
 
 if TYPE_CHECKING:  # `snapshot` reads Change from here and must not load the rules
     from envguard import attribution
     from envguard.model import Snapshot
 
-__all__ = ["AREAS", "FAIL_ON", "SEVERITIES", "Change", "DriftReport", "compare"]
+__all__ = ["AREAS", "FAIL_ON", "SEVERITIES", "Change", "DriftReport", "Member", "compare"]
 
 
 def compare(
@@ -58,9 +58,7 @@ def _attributed(change: Change, causes: dict[str, attribution.Cause], new: Snaps
         return change
     if change.members:
         members = tuple(
-            f"{m} ({causes[name].member()})"
-            if (name := m.split(" ")[1]) in causes and causes[name].member()
-            else m
+            dataclasses.replace(m, cause=causes[m.name].member()) if m.name in causes else m
             for m in change.members
         )
         return dataclasses.replace(change, members=members)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from envguard.drift.report import SEVERITIES, Change
+from envguard.drift.report import SEVERITIES, Change, Member
 
 if TYPE_CHECKING:
     from envguard.drift.packages import Delta
@@ -48,7 +48,7 @@ class Area:
 
     def change(
         self, *, subject: str, why: str, old: str = "", new: str = "", severity: str = "",
-        members: tuple[str, ...] = (), patch: str = "",
+        members: tuple[Member, ...] = (), patch: str = "",
     ) -> Change:  # fmt: skip
         """A change of this area, of its default severity unless ``severity`` says another."""
         return Change(

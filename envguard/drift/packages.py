@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from envguard import attribution, catalog, grouping
 from envguard.drift.areas import ALONE, Context, named
-from envguard.drift.report import Change
+from envguard.drift.report import ABSENT, Change, Member
 from envguard.model import Distribution, Snapshot
 from envguard.versions import newer, same
 
@@ -82,8 +82,7 @@ def _inherited(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     a = {d.name: d.version for d in old.inherited}
     b = {d.name: d.version for d in new.inherited}
     moved = [
-        f"{'+' if n not in a else '-' if n not in b else '~'} {n} "
-        + (b[n] if n not in a else a[n] if n not in b else f"{a[n]} → {b[n]}")
+        Member(name=n, old=a.get(n, ABSENT), new=b.get(n, ABSENT))
         for n in sorted(set(a) | set(b))
         if n not in a or n not in b or not same(a[n], b[n])
     ]
@@ -102,12 +101,10 @@ def _group_change(
 ) -> Change:
     """``real`` holds torch-family versions as their version.py says (2.11.0+cu130)."""
     members = tuple(
-        f"~ {d.name} {before[d.name]} → {real.get(d.name, d.version)}"
-        if d.name in before
-        else f"+ {d.name} {real.get(d.name, d.version)}"
+        Member(name=d.name, old=before.get(d.name, ABSENT), new=real.get(d.name, d.version))
         for d in group.members
     )
-    n_added = sum(m.startswith("+") for m in members)
+    n_added = sum(m.added for m in members)
     n_changed = len(members) - n_added
     if len(members) == 1:
         d = group.members[0]
@@ -145,7 +142,7 @@ def _count(n: int, verb: str) -> str:
 
 
 def _removed_change(removed: list[Distribution]) -> Change:
-    members = tuple(f"- {d.name} {d.version}" for d in removed)
+    members = tuple(Member(name=d.name, old=d.version, new=ABSENT) for d in removed)
     if len(removed) == 1:
         d = removed[0]
         return AREA.change(

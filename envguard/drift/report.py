@@ -8,6 +8,26 @@ from typing import Any
 from envguard.model import Record
 
 SEVERITIES = ("critical", "warning", "info")  # most severe first
+ABSENT = "absent"  # the version of a package on the side it is not on
+
+
+@dataclass(frozen=True, kw_only=True)
+class Member(Record):
+    """A package of a group change (an install's packages, the system packages): its version
+    on each side, ``absent`` where it is not. Words for it are the screen's to choose."""
+
+    name: str
+    old: str
+    new: str
+    cause: str = ""  # what brought it, where its group's cause does not say: a requirement
+
+    @property
+    def added(self) -> bool:
+        return self.old == ABSENT
+
+    @property
+    def removed(self) -> bool:
+        return self.new == ABSENT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,7 +40,7 @@ class Change(Record):
     old: str = ""
     new: str = ""
     why: str
-    members: tuple[str, ...] = ()  # drill-down: the packages of a group
+    members: tuple[Member, ...] = ()  # drill-down: the packages of a group
     patch: str = ""  # the code file's change, for --show-patch
     cause: str = ""  # who or what changed it, in short: a journal record, or the install
     cause_detail: str = ""  # the same in full (the journal's whole command, user, time)

@@ -22,7 +22,7 @@ from envguard.output.layout import (
 from envguard.output.layout import path as _p
 
 if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the drift engine
-    from envguard.drift import Change, DriftReport
+    from envguard.drift import Change, DriftReport, Member
     from envguard.fleet import Node, NodeChange
     from envguard.restore.build import Outcome
     from envguard.restore.command import PartFailed, Step
@@ -163,7 +163,7 @@ class Human:
             yield from (self.p.paint(x, "dim") for x in wrap(c.cause, self.p.width))
         if self.expand:
             for member in c.members:
-                yield from wrap(member, self.p.width, INDENT + 2, first=" " * INDENT)
+                yield from wrap(_member(member), self.p.width, INDENT + 2, first=" " * INDENT)
 
     def _notes(self, notes: tuple[str, ...]) -> Iterator[str]:
         for note in notes:
@@ -719,6 +719,17 @@ class Human:
         line = f"trial {event.trial}: {what}" + (f": {values}" if values else "")
         room = max(20, self.p.width - 40)  # the bar, counts and time take the rest
         return line if len(line) <= room else line[: room - 1] + "…"
+
+
+def _member(m: Member) -> str:
+    """``+ name 1.0`` (came), ``~ name 1.0 → 2.0`` (moved), ``- name 1.0`` (went), and what
+    brought it in brackets."""
+    said = (
+        f"+ {m.name} {m.new}" if m.added
+        else f"- {m.name} {m.old}" if m.removed
+        else f"~ {m.name} {m.old} → {m.new}"
+    )  # fmt: skip
+    return f"{said} ({m.cause})" if m.cause else said
 
 
 def _node_names(nodes: Sequence[Node]) -> dict[str, str]:
