@@ -183,12 +183,28 @@ def sglang_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def project_template(tmp_path_factory: pytest.TempPathFactory, house: Path, uv_cache: Path) -> Path:
+    """The known-good project's repository and venv, made once a session: ``project`` copies
+    it (a git repository and a uv venv made afresh were 0.15 s of each of 300 tests' setup)."""
+    from tests.project import project_tree
+
+    with pytest.MonkeyPatch.context() as mp:  # the identity _isolated gives each test's commits
+        mp.setenv("GIT_AUTHOR_NAME", "t")
+        mp.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        mp.setenv("GIT_COMMITTER_NAME", "t")
+        mp.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        return project_tree(tmp_path_factory.mktemp("project-template") / "train", house)
+
+
 @pytest.fixture
-def project(tmp_path: Path, house: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+def project(
+    tmp_path: Path, house: Path, project_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[object]:
     """The known-good training project, the working directory at its root, lock committed."""
     from tests.project import new_project
 
-    proj = new_project(tmp_path, house)
+    proj = new_project(tmp_path, house, template=project_template)
     monkeypatch.chdir(proj.root)
     yield proj
 

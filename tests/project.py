@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -149,9 +150,25 @@ def _keys(changes: Iterable[Mapping[str, str]]) -> set[Key]:
     return {(c["severity"], c["area"], c["subject"]) for c in changes}
 
 
-def new_project(tmp_path: Path, house: Path, *, name: str = "train") -> Project:
-    """The known-good training project: cu128 torch, transformers 5.6.0, a warm cache."""
+def new_project(
+    tmp_path: Path, house: Path, *, name: str = "train", template: Path | None = None
+) -> Project:
+    """The known-good training project: cu128 torch, transformers 5.6.0, a warm cache.
+
+    ``template``: a ``project_tree`` of the same ``name`` and ``house``, copied instead of made
+    again (conftest's ``project`` fixture makes one per session)."""
     root = tmp_path / name
+    if template is None:
+        project_tree(root, house)
+    else:
+        assert template.name == name, (template, name)  # the venv's prompt is the folder's
+        copy_tree(template, root)
+    cache = make(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]), BuiltBy())
+    return Project(root=root, venv=root / ".venv", house=house, cache=cache)
+
+
+def project_tree(root: Path, house: Path) -> Path:
+    """The project's repository (the training code committed) and its venv, at ``root``."""
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     (root / "train.py").write_text("import model\n\nmodel.forward(1)\n")
@@ -160,10 +177,24 @@ def new_project(tmp_path: Path, house: Path, *, name: str = "train") -> Project:
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "known good")
     venv = make_venv(root / ".venv")
-    cache = make(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]), BuiltBy())
-    project = Project(root=root, venv=venv, house=house, cache=cache)
-    project.install("torch==2.11.0+cu128", "transformers==5.6.0")
-    return project
+    incident.install(venv, house, "torch==2.11.0+cu128", "transformers==5.6.0")
+    return root
+
+
+def copy_tree(template: Path, root: Path) -> Path:
+    """``template`` copied to ``root``, as if made there and then: git needs nothing, uv's venv
+    names its own path only in the activate scripts (rewritten here), and each installed
+    package's metadata folder takes the time of the copy, the install time envguard reads."""
+    shutil.copytree(template, root, symlinks=True)
+    old, new = str(template).encode(), str(root).encode()
+    for path in (root / ".venv" / "bin").iterdir():
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if old in data:
+                path.write_bytes(data.replace(old, new))
+    for meta in root.glob(".venv/lib/python*/site-packages/*.dist-info"):
+        os.utime(meta)
+    return root
 
 
 def run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
