@@ -320,3 +320,17 @@ def test_pins_under_no_index_come_from_the_wheelhouse_not_the_default_index() ->
     assert (
         default_source(Overrides(index_url="https://u:p@mirror/simple")) == "https://mirror/simple"
     )
+
+
+def test_a_plans_changes_are_records(tmp_path: Path) -> None:
+    """What restore moves is the package, the venv's version and the lock's, in --json as
+    such (the screen's words are tested above) (#22)."""
+    from envguard.restore.plan import Overrides, VersionChange, plan
+    from tests.factories import base, dist
+
+    venv = base(packages=(dist("torch", "2.11.0+cu128"), dist("transformers", "5.8.1")))
+    the_plan = plan(base(), tmp_path / "venv", venv, Overrides())
+    assert the_plan.changes == (VersionChange(name="transformers", old="5.8.1", new="5.6.0"),)
+    assert the_plan.to_dict()["changes"] == [
+        {"name": "transformers", "old": "5.8.1", "new": "5.6.0"}
+    ]

@@ -458,10 +458,8 @@ class Human:
                 f"and {plural(rest, 'pin')} from {usual} (--dry-run lists every pin)",
                 self.p.width, 2, first="",
             )  # fmt: skip
-        for line in plan.changes:
-            name, _, values = line.partition(" ")
-            old, _, new = values.partition(" → ")
-            yield from headline("changes", name, old, new, self.p, label_style="yellow")
+        for c in plan.changes:
+            yield from headline("changes", c.name, c.old, c.new, self.p, label_style="yellow")
         for removal in plan.removals:
             yield from wrap(removal.summary, self.p.width, INDENT,
                             first=self.p.paint("goes away", "red") + " ")  # fmt: skip

@@ -13,7 +13,8 @@ import re
 from envguard import __version__, results
 from envguard.redact import redact_data
 
-SCHEMA = 2  # 2: a group's members are records (name, old, new, cause), not lines of text
+# 2: a group's members and a restore plan's changes are records (name, old, new), not text
+SCHEMA = 2
 # json.dumps escapes C0 controls; DEL, C1 and the bidi overrides would reach a terminal that
 # shows the JSON (a CI log) raw. They occur only inside strings, where \uXXXX is the same text.
 _RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -37,6 +37,15 @@ class Removal(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class VersionChange(Record):
+    """A package the restore moves from the venv's version (``old``) to the lock's (``new``)."""
+
+    name: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Overrides(Record):
     """The user's index flags.
 
@@ -71,7 +80,7 @@ class Plan(Record):
     overrides: Overrides = field(default_factory=lambda: Overrides())  # what uv is given
     skipped: tuple[str, ...] = ()  # lock entries that cannot be pinned, with the reason
     removals: tuple[Removal, ...] = ()  # what the current venv has that the lock does not
-    changes: tuple[str, ...] = ()  # "torch 2.11.0+cu130 → 2.11.0+cu128"
+    changes: tuple[VersionChange, ...] = ()  # what the lock holds at another version
     replaces_existing: bool = False
     system_site_packages: bool = False
     split: str = ""  # restore --split: the old venv becomes this tool instead of a backup
@@ -239,12 +248,12 @@ def _removal(group: grouping.InstallGroup) -> str:
     return f"{', '.join(named)} and {others} package{'s' if others != 1 else ''} {verb}"
 
 
-def _changes(lock: Snapshot, current: Snapshot | None) -> tuple[str, ...]:
+def _changes(lock: Snapshot, current: Snapshot | None) -> tuple[VersionChange, ...]:
     if current is None:
         return ()
     now = current.versions()
     return tuple(
-        f"{name} {now[name]} → {want}"
+        VersionChange(name=name, old=now[name], new=want)
         for name, want in lock.versions().items()
         if name in now and not same(now[name], want)
     )
