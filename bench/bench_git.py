@@ -1,6 +1,7 @@
 """What a snapshot pays for the code's git state, against what git itself takes to tell it.
 
-    python bench/bench_git.py [--runs 41] [--envguard PATH ...] [--venv PATH] [--json FILE]
+    python bench/bench_git.py [--runs 41] [--envguard PATH ...] [--venv PATH] [--clone REPO]
+                              [--json FILE]
 
 The repository is a clone of this checkout (its history, ~200 tracked files) with an
 ``origin`` URL, as a training project's clone has, and one tracked file edited. In one run,
@@ -34,10 +35,10 @@ from bench import ROOT, Table, envguard_install, interleaved
 EDITED = "envguard/cli.py"
 
 
-def make_repo(work: Path) -> Path:
-    """A clone of this checkout's HEAD with a remote URL and one dirty file."""
+def make_repo(work: Path, source: Path) -> Path:
+    """A clone of ``source`` (this checkout) with a remote URL and one dirty file."""
     repo = work / "repo"
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(source), str(repo)], check=True)
     url = "https://github.com/example/train.git"
     subprocess.run(["git", "-C", str(repo), "remote", "set-url", "origin", url], check=True)
     with (repo / EDITED).open("a") as fh:
@@ -103,13 +104,14 @@ def main() -> None:
     parser.add_argument("--envguard", action="append", help="an installed envguard (repeats)")
     parser.add_argument("--venv", type=Path, help="snapshot this venv (default: the H200 set)")
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
+    parser.add_argument("--clone", type=Path, default=ROOT, help="the repository to clone")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="envguard-git-bench-"))
     try:
         installs = [Path(p) for p in args.envguard or []] or [envguard_install(work, None)]
         venv = args.venv.absolute() if args.venv else build(work / "venv", args.fixtures)
-        repo = make_repo(work)
+        repo = make_repo(work, args.clone)
         for eg in installs:
             check_dirty(eg, venv, work, repo)
         argv, cwd = commands(installs, venv, work, repo)
