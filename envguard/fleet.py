@@ -39,11 +39,21 @@ class NodeChange(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FactChange(Record):
+    """A fact (a column: torch, cuda, …) of a node that is not the lock's: ``old`` is the
+    lock's, ``new`` the node's, as a change of diff has them."""
+
+    name: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Node(Record):
     file: str
     host: str
     facts: dict[str, str]
-    differs: tuple[str, ...] = ()  # "torch: 2.11.0+cu128 (lock) → 2.11.0+cu130"
+    differs: tuple[FactChange, ...] = ()  # the facts the node's verdict counts moved
     fails: bool = False  # drift at the fail_on threshold, as diff would say
     changes: tuple[NodeChange, ...] = ()  # every one that counts; the screen shows 8
 
@@ -53,7 +63,7 @@ class Group(Record):
     facts: dict[str, str]
     hosts: tuple[str, ...]
     matches_lock: bool
-    differs: tuple[str, ...] = ()
+    differs: tuple[FactChange, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,7 +183,7 @@ def compare(lock: Snapshot, paths: Sequence[Path], cfg: Config | None = None) ->
             notes.append(f"{path}: host {host} also in {seen[host]}; both are shown")
         seen.setdefault(host, str(path))
         differs = tuple(
-            f"{k}: {want[k]} (lock) → {have[k]}"
+            FactChange(name=k, old=want[k], new=have[k])
             for k in COLUMNS
             if _AREA[k] in areas and _drifts(k, want[k], have[k])
         )
@@ -210,8 +220,10 @@ def _groups(want: dict[str, str], nodes: Sequence[Node]) -> tuple[Group, ...]:
     groups = []
     for key, members in by_key.items():
         shared = dict(zip(_GROUPED, key, strict=True))
-        flagged = {d.split(":", 1)[0] for n in members for d in n.differs}
-        differs = tuple(f"{k}: {want[k]} (lock) → {v}" for k, v in shared.items() if k in flagged)
+        flagged = {d.name for n in members for d in n.differs}
+        differs = tuple(
+            FactChange(name=k, old=want[k], new=v) for k, v in shared.items() if k in flagged
+        )
         groups.append(
             Group(
                 facts=shared,

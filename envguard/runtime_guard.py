@@ -25,6 +25,7 @@ from typing import Any
 from envguard import catalog, config, drift, fleet, lockfile, snapshot, targets
 from envguard.errors import ArgumentError, EnvguardError
 from envguard.model import Snapshot
+from envguard.output.human import change_line
 
 
 class DriftError(EnvguardError):
@@ -114,20 +115,13 @@ def _summary(report: drift.DriftReport, live: Snapshot, fail_on: str) -> dict[st
         "rank": int(os.environ.get("RANK", "0")),
         "host": live.host.hostname,
         "fails": bool(counted),
-        "changes": [_said(c) for c in counted[:_SHOWN]],
+        "changes": [change_line(c) for c in counted[:_SHOWN]],
         "more": max(0, len(counted) - _SHOWN),
         "facts": facts,
     }
 
 
 _SHOWN = 6  # changes per rank in the message; the rest counted, and diff lists them all
-
-
-def _said(c: drift.Change) -> str:
-    """One change in a line: its values, or its reason where it has none (an install group,
-    a cache built for another stack)."""
-    values = " → ".join(v for v in (c.old, c.new) if v) or c.why
-    return f"{c.severity} {c.subject}: {values}"
 
 
 def _gather(mine: dict[str, Any]) -> list[dict[str, Any]]:

@@ -40,11 +40,17 @@ def test_outliers_first_with_how_they_differ(tmp_path: Path) -> None:
     report = fleet.compare(lockfile.read(lock), fleet.expand([nodes]))
     assert report.drifted() and len(report.nodes) == 8
     assert [n.host for n in report.nodes[:2]] == ["gpu-06", "gpu-07"]
-    assert report.nodes[0].differs == ("torch: 2.11.0+cu128 (lock) → 2.11.0+cu130",)
-    assert report.nodes[1].differs[0].startswith("cache: ")
+    assert report.nodes[0].differs == (
+        fleet.FactChange(name="torch", old="2.11.0+cu128", new="2.11.0+cu130"),
+    )
+    assert report.nodes[1].differs[0].name == "cache"
     # gpu-07's cold cache is drift but not another build: it groups with the majority
     assert [len(g.hosts) for g in report.groups] == [1, 7]
     assert not report.groups[0].matches_lock and report.groups[1].matches_lock
+    # --json has the records, not the screen's words (#22)
+    torch = {"name": "torch", "old": "2.11.0+cu128", "new": "2.11.0+cu130"}
+    doc = report.to_dict()
+    assert doc["nodes"][0]["differs"] == doc["groups"][0]["differs"] == [torch]
 
 
 def test_cli_matrix_and_bad_files(tmp_path: Path) -> None:

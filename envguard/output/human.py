@@ -266,7 +266,7 @@ class Human:
                 agreeing += 1
                 continue
             label = "drift" if node.fails else "ok"
-            facts = [d.replace(" (lock) ", " ") for d in node.differs]
+            facts = [f"{d.name}: {d.old} → {d.new}" for d in node.differs]
             # the host with its first differing fact; the rest below it, one per line, so that a
             # long one (a 12-digit cache fingerprint, a GPU list) never runs past the width
             yield from headline(label, names[node.file], "", facts[0] if facts else "", self.p,
@@ -292,8 +292,7 @@ class Human:
         """Eight a node, every one with -v; --json has them all, each with its members."""
         shown = changes if self.verbosity > 0 else changes[:_NODE_CHANGES]
         for c in shown:
-            values = " → ".join(v for v in (c.old, c.new) if v) or c.why  # a group: its why
-            yield from wrap(f"{c.severity} {c.subject}: {values}", self.p.width)
+            yield from wrap(change_line(c), self.p.width)
         if len(changes) > len(shown):
             left = f"and {len(changes) - len(shown)} more: envguard fleet --json lists all"
             for line in wrap(f"{left} (-v shows them)", self.p.width):
@@ -717,6 +716,14 @@ class Human:
         line = f"trial {event.trial}: {what}" + (f": {values}" if values else "")
         room = max(20, self.p.width - 40)  # the bar, counts and time take the rest
         return line if len(line) <= room else line[: room - 1] + "…"
+
+
+def change_line(c: Change | NodeChange) -> str:
+    """A change in one line, where there are many (a fleet's nodes, guard's ranks): its
+    values, or its reason where it has none (an install group, a cache built for another
+    stack)."""
+    values = " → ".join(v for v in (c.old, c.new) if v) or c.why
+    return f"{c.severity} {c.subject}: {values}"
 
 
 def _member(m: Member) -> str:

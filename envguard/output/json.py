@@ -13,7 +13,8 @@ import re
 from envguard import __version__, results
 from envguard.redact import redact_data
 
-# 2: a group's members and a restore plan's changes are records (name, old, new), not text
+# 2: a group's members, a restore plan's changes and a fleet's differing facts are records
+# (name, old, new), not text for people
 SCHEMA = 2
 # json.dumps escapes C0 controls; DEL, C1 and the bidi overrides would reach a terminal that
 # shows the JSON (a CI log) raw. They occur only inside strings, where \uXXXX is the same text.
