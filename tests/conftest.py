@@ -93,29 +93,47 @@ def make_venv(path: Path) -> Path:
 PipVenv = Callable[[Path], Path]
 
 
+def _files(root: Path) -> dict[Path, tuple[int, int, int]]:
+    """Each regular file under ``root``: (inode, size, mtime)."""
+    found = {}
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            st = path.stat()
+            found[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return found
+
+
 @pytest.fixture(scope="session")
-def pip_venv_at(tmp_path_factory: pytest.TempPathFactory) -> PipVenv:
+def pip_venv_at(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PipVenv]:
     """``python -m venv DEST`` (a venv with ensurepip's pip), as a call: ``pip_venv_at(dest)``.
 
     ensurepip takes 3 s a venv; this makes one per session and copies it. A copy names its
     template in pip's shebangs, the activate scripts (the prompt too) and pyvenv.cfg: those are
     rewritten to ``dest``, so that pip there installs into ``dest`` and activate says its name,
-    as in a venv made there."""
+    as in a venv made there. The other 1,600 files (pip's, setuptools') are hard links to the
+    template's (a copy of them took 0.4 s): installs and uninstalls replace or unlink files,
+    never write into one, and the session ends in an error if a test changed one anyway."""
     template = tmp_path_factory.mktemp("pip-venv") / "envguard-tests-pip-venv-template"
+    made: dict[Path, tuple[int, int, int]] = {}
 
     def at(dest: Path) -> Path:
         if not template.exists():
             subprocess.run([sys.executable, "-m", "venv", str(template)], check=True)
-        shutil.copytree(template, dest, symlinks=True)
+            made.update(_files(template))
+        shutil.copytree(template, dest, symlinks=True, copy_function=os.link)
         for path in [dest / "pyvenv.cfg", *(dest / "bin").iterdir()]:
-            if path.is_file() and not path.is_symlink():
+            if path.is_file() and not path.is_symlink():  # a file of its own, the paths its own
                 data = path.read_bytes()
-                if template.name.encode() in data:
-                    data = data.replace(str(template).encode(), str(dest).encode())
-                    path.write_bytes(data.replace(template.name.encode(), dest.name.encode()))
+                data = data.replace(str(template).encode(), str(dest).encode())
+                mode = path.stat().st_mode
+                path.unlink()
+                path.write_bytes(data.replace(template.name.encode(), dest.name.encode()))
+                path.chmod(mode)
         return dest
 
-    return at
+    yield at
+    if made:
+        assert _files(template) == made, "a test wrote into a file the pip venvs share"
 
 
 def uv_install(venv: Path, wheelhouse: Path, *reqs: str) -> None:
