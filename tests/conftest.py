@@ -103,6 +103,14 @@ def _files(root: Path) -> dict[Path, tuple[int, int, int]]:
     return found
 
 
+def _link(source: str, target: str) -> None:
+    """A hard link, or a copy where ``target`` is on another file system."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
 @pytest.fixture(scope="session")
 def pip_venv_at(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PipVenv]:
     """``python -m venv DEST`` (a venv with ensurepip's pip), as a call: ``pip_venv_at(dest)``.
@@ -120,7 +128,7 @@ def pip_venv_at(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PipVenv]:
         if not template.exists():
             subprocess.run([sys.executable, "-m", "venv", str(template)], check=True)
             made.update(_files(template))
-        shutil.copytree(template, dest, symlinks=True, copy_function=os.link)
+        shutil.copytree(template, dest, symlinks=True, copy_function=_link)
         for path in [dest / "pyvenv.cfg", *(dest / "bin").iterdir()]:
             if path.is_file() and not path.is_symlink():  # a file of its own, the paths its own
                 data = path.read_bytes()

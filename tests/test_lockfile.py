@@ -118,8 +118,7 @@ SNAPSHOTS = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(SNAPSHOTS)
+@given(SNAPSHOTS)  # the profile's count: 100 (ci), 1,000 (thorough); 3 s at 150
 def test_round_trip(snap: Snapshot) -> None:
     assert lockfile.loads(lockfile.dumps(snap)) == snap
 
