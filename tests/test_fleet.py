@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,13 @@ from envguard import fleet, lockfile
 from envguard.config import Config
 from tests.factories import base, dist, inductor, torch_build
 from tests.project import invoke
-from tests.test_cli import envguard
+
+
+def envguard(*args: str) -> subprocess.CompletedProcess[str]:
+    """``envguard ARGS`` in-process (no process boundary is under test here), as a finished
+    process."""
+    code, out, err = invoke(*args)
+    return subprocess.CompletedProcess(["envguard", *args], code, out, err)
 
 
 def _node(host: str, **changes) -> object:
