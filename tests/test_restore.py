@@ -16,7 +16,7 @@ import pytest
 from envguard import drift, lockfile, restore, snapshot
 from envguard.demo.incident import known_good, swap_in_sglang
 from tests.conftest import make_venv, siblings, uv_bin, uv_install
-from tests.test_cli import envguard
+from tests.test_cli import cli
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def good(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def _restore(lock: Path, house: Path, *extra: str, env: dict[str, str] | None = None):
-    return envguard(
+    return cli(
         "restore", str(lock), "--find-links", str(house), "--offline", "--yes", *extra, env=env
     )
 
@@ -70,7 +70,7 @@ def test_dry_run_writes_nothing(tmp_path: Path, good) -> None:
     venv, lock, _ = good
     swap_in_sglang(venv, tmp_path / "after")
     before = (siblings(venv), sorted(os.listdir(venv / "lib")), _importable(venv))
-    done = envguard("restore", str(lock), "--dry-run", "--json")
+    done = cli("restore", str(lock), "--dry-run", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     pins = {p["name"]: p for p in doc["result"]["plan"]["pins"]}
@@ -256,7 +256,7 @@ def test_all_restores_venv_then_code_and_cache(tmp_path: Path, repo: Path, monke
     uv_install(venv, house, *known_good(house))
     (repo / "dflash_model.py").write_text("def forward(x):\n    return x + 1\n")
     lock = tmp_path / "lockfiles" / "train.envguard.toml"
-    saved = envguard(
+    saved = cli(
         "snapshot", "--venv", str(venv), "--repo", str(repo), "-o", str(lock), "--save-cache", "-q"
     )
     assert saved.returncode == 0, saved.stderr
@@ -275,7 +275,7 @@ def test_all_restores_venv_then_code_and_cache(tmp_path: Path, repo: Path, monke
     assert dry.returncode == 0, dry.stderr
     result = json.loads(dry.stdout)["result"]
     assert result["code"]["files"] == 1 and result["caches"]["files"] == [36]
-    cache_only = envguard("restore", str(lock), "--code", "--cache", "--dry-run")
+    cache_only = cli("restore", str(lock), "--code", "--cache", "--dry-run")
     assert cache_only.returncode == 3 and "torch 2.11.0+cu128 (cache) vs" in cache_only.stderr
     done = _restore(lock, house, "--all")
     assert done.returncode == 0, done.stderr
@@ -283,7 +283,7 @@ def test_all_restores_venv_then_code_and_cache(tmp_path: Path, repo: Path, monke
     assert "Restored cache: inductor, 36 files" in done.stdout
     assert _importable(venv) == "2.11.0+cu128"
     assert (repo / "dflash_model.py").read_text() == "def forward(x):\n    return x + 1\n"
-    after = envguard("diff", str(lock), "--venv", str(venv), "--repo", str(repo), "--json")
+    after = cli("diff", str(lock), "--venv", str(venv), "--repo", str(repo), "--json")
     changes = json.loads(after.stdout)["result"]["changes"]
     assert [c for c in changes if c["severity"] != "info"] == [], changes
 
@@ -304,10 +304,10 @@ def test_index_credentials_never_reach_the_plan_or_errors(tmp_path: Path, good) 
     _, lock, _ = good
     secret = "s3cr3t-pa55word"
     url = f"https://bob:{secret}@127.0.0.1:9/simple"
-    plan = envguard("restore", str(lock), "--dry-run", "--json", "--index-url", url)
+    plan = cli("restore", str(lock), "--dry-run", "--json", "--index-url", url)
     assert plan.returncode == 0 and secret not in plan.stdout + plan.stderr
     assert "https://127.0.0.1:9/simple" in plan.stdout
-    failed = envguard("restore", str(lock), "--yes", "--rebuild", "--offline", "--index-url", url)
+    failed = cli("restore", str(lock), "--yes", "--rebuild", "--offline", "--index-url", url)
     assert failed.returncode == 1 and secret not in failed.stdout + failed.stderr
 
 
