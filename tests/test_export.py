@@ -9,7 +9,7 @@ from pathlib import Path
 from envguard import lockfile, snapshot
 from envguard.demo.incident import known_good
 from tests.conftest import make_venv, uv_bin, uv_install
-from tests.test_cli import envguard
+from tests.test_cli import cli
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,7 +24,7 @@ def test_pylock_installs_with_uv_and_carries_envguard_facts(tmp_path: Path) -> N
     lock = tmp_path / "train.envguard.toml"
     lockfile.write(lock, snapshot.take(venv, with_code=False, name="train"))
     out = tmp_path / "pylock.toml"
-    done = envguard("export", str(lock), "-o", str(out), "--find-links", str(house), "--offline")
+    done = cli("export", str(lock), "-o", str(out), "--find-links", str(house), "--offline")
     assert done.returncode == 0, done.stderr
     doc = tomllib.loads(out.read_text())
     assert doc["lock-version"] == "1.0"
@@ -62,7 +62,7 @@ def test_pylock_installs_with_uv_and_carries_envguard_facts(tmp_path: Path) -> N
 def test_without_wheel_sources_it_says_what_to_pass(tmp_path: Path) -> None:
     lock = tmp_path / "l.envguard.toml"
     lockfile.write(lock, snapshot.take(make_venv(tmp_path / "v"), with_code=False))
-    done = envguard("export", str(lock), "-o", str(tmp_path / "pylock.toml"))
+    done = cli("export", str(lock), "-o", str(tmp_path / "pylock.toml"))
     assert done.returncode == 2 and "pass --resolve" in done.stderr
-    bad = envguard("export", str(lock), "-o", str(tmp_path / "out.toml"), "--offline")
+    bad = cli("export", str(lock), "-o", str(tmp_path / "out.toml"), "--offline")
     assert bad.returncode == 2 and "pylock.toml or pylock.NAME.toml" in bad.stderr

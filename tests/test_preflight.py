@@ -15,7 +15,7 @@ from envguard import preflight
 from envguard.demo.incident import known_good, newer_torch
 from envguard.errors import EnvguardError
 from tests.conftest import PipVenv, make_venv, offline_install, uv_install
-from tests.test_cli import envguard
+from tests.test_cli import cli
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def _torch(venv: Path) -> str:
 def test_uv_dry_run_forecasts_the_torch_swap(tmp_path: Path, house: Path) -> None:
     venv = make_venv(tmp_path / "venv")
     uv_install(venv, house, "torch==2.11.0+cu128")
-    done = envguard(
+    done = cli(
         "preflight",
         "--venv",
         str(venv),
@@ -55,7 +55,7 @@ def test_pip_dry_run_names_the_requirement(
 ) -> None:
     venv = pip_venv_at(tmp_path / "venv")  # python -m venv: ships pip, offline
     uv_install(venv, house, "torch==2.11.0+cu128")
-    done = envguard(
+    done = cli(
         "preflight",
         "--venv",
         str(venv),
@@ -83,7 +83,7 @@ def test_pip_dry_run_names_the_requirement(
 def test_a_harmless_install_passes(tmp_path: Path, house: Path) -> None:
     venv = make_venv(tmp_path / "venv")
     uv_install(venv, house, "torch==2.11.0+cu128")
-    done = envguard(
+    done = cli(
         "preflight",
         "--venv",
         str(venv),
@@ -105,7 +105,7 @@ def test_a_harmless_install_passes(tmp_path: Path, house: Path) -> None:
 def test_bad_commands(argv: list[str], message: str, tmp_path: Path) -> None:
     with pytest.raises(EnvguardError, match=message):
         preflight.parse(argv)
-    done = envguard("preflight", "--venv", str(make_venv(tmp_path / "v")), "--", *argv)
+    done = cli("preflight", "--venv", str(make_venv(tmp_path / "v")), "--", *argv)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
@@ -140,7 +140,7 @@ def test_the_shells_pip_settings_do_not_move_the_forecast(
     other = make_venv(tmp_path / "other")
     uv_install(other, house, "torch==2.14.1")
     pip = ["pip", "install", "--no-index", "--find-links", str(house), "needs-new-torch"]
-    done = envguard(
+    done = cli(
         "preflight", "--venv", str(venv), "--", *pip, env={"PIP_PYTHON": str(other / "bin/python")}
     )
     assert done.returncode == 1, done.stdout + done.stderr

@@ -12,7 +12,7 @@ from envguard import lockfile, protect, snapshot
 from envguard.demo.incident import known_good, newer_torch
 from tests.conftest import PipVenv, make_venv, offline_install, uv_bin, uv_install
 from tests.project import invoke
-from tests.test_cli import envguard
+from tests.test_cli import cli
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def protected(tmp_path: Path, pip_venv_at: PipVenv) -> tuple[Path, Path, Path]:
     uv_install(venv, house, *reqs)
     lock = tmp_path / "train.envguard.toml"
     lockfile.write(lock, snapshot.take(venv, with_code=False, default_caches=False))
-    done = envguard("protect", str(lock), "--venv", str(venv))
+    done = cli("protect", str(lock), "--venv", str(venv))
     assert done.returncode == 0, done.stderr
     return venv, house, lock
 
@@ -75,7 +75,7 @@ def test_uv_install_in_the_activated_venv_cannot_replace_torch(protected) -> Non
 
 def test_envguard_run_applies_it_to_uv_without_activation(protected) -> None:
     venv, house, _ = protected
-    done = envguard(
+    done = cli(
         "run",
         "--venv",
         str(venv),
@@ -102,7 +102,7 @@ def test_a_compatible_install_still_works_and_unprotect_lifts_it(protected) -> N
         ]
     )
     assert ok.returncode == 0
-    assert envguard("unprotect", "--venv", str(venv)).returncode == 0
+    assert cli("unprotect", "--venv", str(venv)).returncode == 0
     assert not (venv / protect.CONSTRAINTS).exists()
     assert "envguard" not in (venv / "bin" / "activate").read_text()
     freed = subprocess.run(
@@ -123,7 +123,7 @@ def test_a_compatible_install_still_works_and_unprotect_lifts_it(protected) -> N
 
 def test_unknown_extra_package_is_refused(protected, tmp_path: Path) -> None:
     venv, _, lock = protected
-    done = envguard("protect", str(lock), "--venv", str(venv), "--package", "not-there")
+    done = cli("protect", str(lock), "--venv", str(venv), "--package", "not-there")
     assert done.returncode == 2 and "not in the lockfile" in done.stderr
 
 

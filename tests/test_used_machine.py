@@ -23,7 +23,7 @@ import pytest
 from envguard import lockfile, snapshot
 from envguard.demo.incident import known_good, swap_in_sglang
 from tests.conftest import make_venv, uv_bin, uv_install
-from tests.test_cli import envguard
+from tests.test_cli import cli
 
 # PyPI's numpy is a manylinux wheel for this very CPython: a better match than a wheelhouse's
 # py3-none-any, which is why uv picks the index's file.
@@ -133,7 +133,7 @@ def test_an_offline_restore_from_a_wheelhouse_ignores_the_index_pages_uv_cached(
     swap_in_sglang(venv, tmp_path / "after")
     env = _used_machine(tmp_path, index[0])
     monkeypatch.delenv("UV_NO_CONFIG")
-    done = envguard("restore", str(lock), "--find-links", str(house), "--offline", "--yes", env=env)
+    done = cli("restore", str(lock), "--find-links", str(house), "--offline", "--yes", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "uv reads only that (--no-index)" in " ".join(done.stdout.split())
     restored = snapshot.take(venv, with_code=False).versions()
@@ -153,7 +153,7 @@ def test_an_offline_restore_says_which_pins_the_wheelhouse_lacks(
         wheel.unlink()  # the folder cannot serve numpy: only uv's cache could
     env = _used_machine(tmp_path, index[0])
     monkeypatch.delenv("UV_NO_CONFIG")
-    done = envguard("restore", str(lock), "--find-links", str(house), "--offline", "--yes", env=env)
+    done = cli("restore", str(lock), "--find-links", str(house), "--offline", "--yes", env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     plan = " ".join(done.stdout.split())
     assert f"1 of 8 pins are not in {house} (numpy==2.3.0)" in plan
@@ -194,8 +194,6 @@ def test_a_uv_toml_committed_into_the_checkout_does_not_steer_a_restore(
     swap_in_sglang(venv, tmp_path / "after")
     (checkout / "uv.toml").write_text('[pip]\nno-binary = [":all:"]\n')  # nothing installable
     monkeypatch.delenv("UV_NO_CONFIG")
-    done = envguard(
-        "restore", str(lock), "--find-links", str(house), "--offline", "--yes", cwd=checkout
-    )
+    done = cli("restore", str(lock), "--find-links", str(house), "--offline", "--yes", cwd=checkout)
     assert done.returncode == 0, done.stdout + done.stderr
     assert snapshot.take(venv, with_code=False).versions()["transformers"] == "5.6.0"
