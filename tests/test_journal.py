@@ -12,7 +12,7 @@ from envguard.demo.incident import known_good, newer_torch
 from envguard.drift import Member
 from envguard.errors import JournalError
 from tests.conftest import make_venv, offline_install, uv_bin, uv_install
-from tests.test_cli import envguard
+from tests.test_cli import cli, envguard
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -22,7 +22,7 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     venv = make_venv(tmp_path / "venv")
     uv_install(venv, house, "torch==2.11.0+cu128")
     assert (
-        envguard(
+        cli(
             "snapshot",
             "--venv",
             str(venv),
@@ -38,6 +38,8 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def test_run_streams_journals_and_returns_the_exit_code(tmp_path: Path) -> None:
+    """run as a process: the command's own output streams through envguard's (a click runner
+    in this process would not catch what the child writes)."""
     venv, house, lock = _setup(tmp_path)
     done = envguard(
         "run",
@@ -60,14 +62,14 @@ def test_run_streams_journals_and_returns_the_exit_code(tmp_path: Path) -> None:
         "run", "--venv", str(venv), "--", "sh", "-c", "echo out; exit 3", cwd=tmp_path
     )
     assert failing.returncode == 3 and failing.stdout.startswith("out")
-    listed = envguard("log", "--venv", str(venv), "--json", cwd=tmp_path)
+    listed = cli("log", "--venv", str(venv), "--json", cwd=tmp_path)
     doc = json.loads(listed.stdout)
     assert [x["exit_code"] for x in doc["result"]["entries"]] == [0, 3]
-    human = envguard("log", "--venv", str(venv), cwd=tmp_path)
+    human = cli("log", "--venv", str(venv), cwd=tmp_path)
     assert "needs-new-torch" in human.stdout
 
     # the journal wins over inference: diff names the command that did it
-    diff = envguard("diff", str(lock), "--venv", str(venv), "--json", cwd=tmp_path)
+    diff = cli("diff", str(lock), "--venv", str(venv), "--json", cwd=tmp_path)
     torch = next(c for c in json.loads(diff.stdout)["result"]["changes"] if c["subject"] == "torch")
     assert torch["cause"] == "by `uv pip install needs-new-torch` (journal #1)"
     assert torch["cause_detail"].startswith(f"by `{uv_bin()} pip install --offline")
@@ -75,7 +77,7 @@ def test_run_streams_journals_and_returns_the_exit_code(tmp_path: Path) -> None:
 
 def test_secrets_in_the_command_stay_out_of_the_journal(tmp_path: Path) -> None:
     venv, _, lock = _setup(tmp_path)
-    envguard(
+    cli(
         "run",
         "--venv",
         str(venv),
@@ -92,10 +94,10 @@ def test_secrets_in_the_command_stay_out_of_the_journal(tmp_path: Path) -> None:
 def test_corrupt_journal(tmp_path: Path) -> None:
     venv, _, lock = _setup(tmp_path)
     journal.path_for(lock).write_text('{"schema": 1, "command": ["x"]\nnot json\n')
-    done = envguard("log", "--venv", str(venv), cwd=tmp_path)
+    done = cli("log", "--venv", str(venv), cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and ":1: not a journal entry" in done.stderr
-    diff = envguard("diff", str(lock), "--venv", str(venv), cwd=tmp_path)
+    diff = cli("diff", str(lock), "--venv", str(venv), cwd=tmp_path)
     assert diff.returncode == 0 and "causes are inferred instead" in diff.stdout
 
 
@@ -123,5 +125,5 @@ def test_a_schema_1_journal_reads_its_members_as_records(tmp_path: Path) -> None
 
 
 def test_nothing_to_run(tmp_path: Path) -> None:
-    done = envguard("run", "--venv", str(make_venv(tmp_path / "v")), "--", "no-such-binary-x")
+    done = cli("run", "--venv", str(make_venv(tmp_path / "v")), "--", "no-such-binary-x")
     assert done.returncode == 2 and "no-such-binary-x: not found" in done.stderr
