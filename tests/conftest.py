@@ -38,6 +38,31 @@ def uv_bin() -> str:
     return find_uv_bin()
 
 
+def _before_pyenv_shims(path: str) -> str:
+    """PATH with this interpreter's own folder just before pyenv's shims, where a shim there
+    runs this very interpreter. ``uv python find`` (each restore's) runs the first python3.X on
+    PATH to learn what it is, and uv cannot remember what a script runs: a shim, a bash script
+    that runs pyenv, cost 0.1-0.25 s each time, 80 times a session. The interpreter found, and
+    the path uv reports for it, are the ones the shim gave."""
+    base = Path(sys._base_executable)  # type: ignore[attr-defined]
+    dirs = path.split(os.pathsep)
+    for i, folder in enumerate(dirs):
+        if folder == str(base.parent):
+            return path  # found before any shim already
+        shim = Path(folder) / base.name
+        try:
+            head = shim.read_bytes()[:4096] if shim.is_file() else b""
+        except OSError:
+            continue
+        if head.startswith(b"#!") and b"pyenv" in head:
+            code = "import sys; print(sys.executable)"
+            ran = subprocess.run([shim, "-c", code], capture_output=True, text=True, check=False)
+            if ran.stdout.strip() != str(base):
+                return path  # the shim picks another interpreter here: leave it be
+            return os.pathsep.join([*dirs[:i], str(base.parent), *dirs[i:]])
+    return path
+
+
 @pytest.fixture(scope="session", autouse=True)
 def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One uv cache for the session, shared by its tests, and none of the machine's uv or pip
@@ -52,6 +77,7 @@ def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         mp.setenv("UV_NO_CONFIG", "1")
         mp.setenv("UV_OFFLINE", "1")
         mp.setenv("UV_PYTHON_DOWNLOADS", "never")
+        mp.setenv("PATH", _before_pyenv_shims(os.environ["PATH"]))
         yield cache
 
 
