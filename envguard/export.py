@@ -19,29 +19,29 @@ from urllib.request import url2pathname
 
 import tomli_w
 
-from envguard import restore
 from envguard import uv as uv_backend
 from envguard._fs import atomic_write
 from envguard.errors import ArgumentError, ExportError
 from envguard.model import Distribution, Snapshot
+from envguard.restore.plan import Overrides, indexes_for, plan, requirements_text
 
 _ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar")
 
 
-def pylock(lock: Snapshot, overrides: restore.Overrides, *, resolve: bool) -> bytes:
+def pylock(lock: Snapshot, overrides: Overrides, *, resolve: bool) -> bytes:
     if not resolve and not overrides.given():
         raise ArgumentError(
             "a pylock needs wheel URLs and hashes: pass --resolve to ask the "
             "inferred indexes, or --find-links / --index-url"
         )
     lock = _shippable(lock, overrides.find_links)
-    the_plan = restore.plan(lock, Path(lock.venv.path), None, overrides)
+    the_plan = plan(lock, Path(lock.venv.path), None, overrides)
     if the_plan.skipped:
         raise ExportError(f"cannot export: {'; '.join(the_plan.skipped)}")
-    indexes = restore.indexes_for(lock, the_plan.overrides)
+    indexes = indexes_for(lock, the_plan.overrides)
     with tempfile.TemporaryDirectory(prefix="envguard-export-") as tmp:
         reqs = Path(tmp) / "requirements.in"
-        reqs.write_text(restore.requirements_text(the_plan), encoding="utf-8")
+        reqs.write_text(requirements_text(the_plan), encoding="utf-8")
         out = Path(tmp) / "pylock.toml"
         uv_backend.compile_pylock(reqs, out, indexes, lock.python.version)
         doc = _load(out.read_bytes())

@@ -57,7 +57,7 @@ def test_no_screen_is_left_without_a_result_kind() -> None:
 
 
 def test_every_restore_step_has_its_lines() -> None:
-    from envguard.restore.command import Step
+    from envguard.restore.steps import Step
 
     steps = set(typing.get_args(Step))
     assert len(steps) >= 5

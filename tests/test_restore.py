@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from envguard import drift, lockfile, restore, snapshot
+from envguard import drift, lockfile, snapshot
 from envguard.demo.incident import known_good, swap_in_sglang
+from envguard.restore.plan import Overrides, plan
 from tests.conftest import make_venv, siblings, uv_bin, uv_install
 from tests.test_cli import cli
 
@@ -237,13 +238,13 @@ def test_plan_is_pure_and_reports_direct_urls(tmp_path: Path, good) -> None:
     )
     vcs = dataclasses.replace(snap.packages[1], direct_url="git+https://example.com/x.git@abc")
     odd = dataclasses.replace(snap, packages=(gone, vcs, *snap.packages[2:]))
-    plan = restore.plan(odd, tmp_path / "v", None, restore.Overrides())
-    assert plan.skipped == (
+    the_plan = plan(odd, tmp_path / "v", None, Overrides())
+    assert the_plan.skipped == (
         f"{gone.name} {gone.version}: installed from file:///nonexistent/pkg,"
         " which no longer exists",
     )
-    assert plan.pins[0].requirement == f"{vcs.name} @ git+https://example.com/x.git@abc"
-    assert plan == restore.plan(odd, tmp_path / "v", None, restore.Overrides())
+    assert the_plan.pins[0].requirement == f"{vcs.name} @ git+https://example.com/x.git@abc"
+    assert the_plan == plan(odd, tmp_path / "v", None, Overrides())
 
 
 def test_all_restores_venv_then_code_and_cache(tmp_path: Path, repo: Path, monkeypatch) -> None:
@@ -297,7 +298,7 @@ def test_restore_never_replaces_a_non_venv(tmp_path: Path, good) -> None:
     snap = lockfile.read(lock)
     prefix = dataclasses.replace(snap, venv=dataclasses.replace(snap.venv, kind="prefix"))
     with pytest.raises(EnvguardError, match="is a prefix, not a venv"):
-        restore.plan(snap, tmp_path / "usr-local", prefix, restore.Overrides())
+        plan(snap, tmp_path / "usr-local", prefix, Overrides())
 
 
 def test_index_credentials_never_reach_the_plan_or_errors(tmp_path: Path, good) -> None:

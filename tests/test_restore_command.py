@@ -15,8 +15,8 @@ from envguard.cli import cli
 from envguard.commands import restore as command
 from envguard.output.human import Human
 from envguard.restore.build import Outcome
-from envguard.restore.command import Step
 from envguard.restore.plan import Overrides
+from envguard.restore.steps import Step
 from tests.project import Project, invoke
 
 

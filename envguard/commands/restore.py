@@ -1,5 +1,5 @@
 """``envguard restore``: rebuild the venv from the lock with uv, then its caches and code
-(:mod:`envguard.restore.command`).
+(:mod:`envguard.restore.steps`).
 
 In two halves, so that the plan is shown, and the replacing of a venv confirmed, before
 anything changes: :func:`prepare` reads the lock and plans the venv step; :func:`run` does
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from envguard import lockfile, targets
 from envguard.config import Config
-from envguard.restore import command as core
+from envguard.restore import steps as core
 from envguard.restore.build import Progress
 from envguard.restore.plan import Overrides
 from envguard.results.restore import RestoreDone, RestorePlanned
@@ -65,7 +65,7 @@ def run(
 ) -> RestoreDone:
     """The parts asked, each told to ``on_step`` as soon as it is done (a stash of the
     user's work the moment it is made)."""
-    result = core.run(
+    result = core.perform(
         planned.request, planned.plan, planned.unchanged, on_step=on_step, progress=progress
     )
     return RestoreDone(result=result)

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from envguard.results import Result
 
 if TYPE_CHECKING:
-    from envguard.restore.command import Request
-    from envguard.restore.command import Result as RestoreResult
     from envguard.restore.plan import Plan
+    from envguard.restore.steps import Request, Restored
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,7 +39,7 @@ class RestorePlanned:
 @dataclass(frozen=True, kw_only=True)
 class RestoreDone(Result):
     kind: ClassVar[str] = "restore"
-    result: RestoreResult
+    result: Restored
 
     @property
     def exit_code(self) -> int:

@@ -20,7 +20,11 @@ from typing import TYPE_CHECKING
 from envguard import uv
 from envguard.errors import EnvguardError, NotRestored, RestoreError
 from envguard.model import Record, Snapshot
-from envguard.restore import build, parts
+from envguard.restore import build
+from envguard.restore import caches as cache_part
+from envguard.restore import code as code_part
+from envguard.restore.caches import CacheStep
+from envguard.restore.code import CodeStep, WorkMoved
 from envguard.restore.plan import Overrides, Plan, plan, target_path
 
 if TYPE_CHECKING:
@@ -38,7 +42,7 @@ class PartFailed(Record):
     exit_code: int
 
 
-Step = build.Outcome | parts.CacheStep | parts.CodeStep | parts.WorkMoved | PartFailed
+Step = build.Outcome | CacheStep | CodeStep | WorkMoved | PartFailed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,13 +71,13 @@ class Request:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Result(Record):
+class Restored(Record):
     lock: str
     dry_run: bool = False
     plan: Plan | None = None
     venv: build.Outcome | None = None
-    caches: parts.CacheStep | None = None
-    code: parts.CodeStep | None = None
+    caches: CacheStep | None = None
+    code: CodeStep | None = None
     saved: str | None = None  # the stash of the user's work, said even when code failed
     failed: tuple[PartFailed, ...] = ()  # the parts not done, each with its reason
     error: str | None = None  # what was not restored, in one line
@@ -119,17 +123,17 @@ def prepare(req: Request) -> tuple[Plan | None, bool]:
     return the_plan, unchanged
 
 
-def run(
+def perform(
     req: Request,
     the_plan: Plan | None,
     unchanged: bool,
     *,
     on_step: Callable[[Step], None] | None = None,
     progress: build.Progress | None = None,
-) -> Result:
-    result = Result(lock=str(req.lock_path), dry_run=req.dry_run, plan=the_plan)
+) -> Restored:
+    result = Restored(lock=str(req.lock_path), dry_run=req.dry_run, plan=the_plan)
     tell = on_step or (lambda step: None)
-    parts_asked: list[tuple[str, Callable[[Result], Result]]] = []
+    parts_asked: list[tuple[str, Callable[[Restored], Restored]]] = []
     if the_plan is not None and not req.dry_run:
         parts_asked.append(("venv", lambda r: _venv(req, the_plan, unchanged, r, tell, progress)))
     if req.caches_step:
@@ -150,7 +154,7 @@ def run(
     return _verdict(replace(result, saved=saved[0]))
 
 
-def _verdict(result: Result) -> Result:
+def _verdict(result: Restored) -> Restored:
     if not result.failed:
         return result
     first = result.failed[0]
@@ -174,10 +178,10 @@ def _venv(
     req: Request,
     the_plan: Plan,
     unchanged: bool,
-    result: Result,
+    result: Restored,
     tell: Callable[[Step], None],
     progress: build.Progress | None,
-) -> Result:
+) -> Restored:
     outcome = (
         build.Outcome(venv=str(req.target), unchanged=True, plan=the_plan)
         if unchanged
@@ -195,10 +199,12 @@ def _venv(
     return replace(result, venv=outcome)
 
 
-def _caches(req: Request, result: Result, tell: Callable[[Step], None], rebuilds: bool) -> Result:
+def _caches(
+    req: Request, result: Restored, tell: Callable[[Step], None], rebuilds: bool
+) -> Restored:
     # --all restores the caches that were saved; with none saved there is nothing to do
     optional = req.venv_step and req.code_step
-    step = parts.caches(
+    step = cache_part.put_back(
         req.lock_path, req.lock, req.target, dry_run=req.dry_run, optional=optional,
         allowed=req.cache_dirs, rebuilds_venv=rebuilds,
     )  # fmt: skip
@@ -207,13 +213,13 @@ def _caches(req: Request, result: Result, tell: Callable[[Step], None], rebuilds
 
 
 def _code(
-    req: Request, result: Result, tell: Callable[[Step], None], saved: list[str | None]
-) -> Result:
+    req: Request, result: Restored, tell: Callable[[Step], None], saved: list[str | None]
+) -> Restored:
     def moved(stash: str | None) -> None:
         saved[0] = stash
-        tell(parts.WorkMoved(stash=stash))
+        tell(WorkMoved(stash=stash))
 
-    code = parts.code(req.lock_path, req.lock, req.repo, dry_run=req.dry_run, on_work=moved)
+    code = code_part.put_back(req.lock_path, req.lock, req.repo, dry_run=req.dry_run, on_work=moved)
     tell(code)
     return replace(result, code=code)
 
