@@ -25,9 +25,10 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.drift import Change, DriftReport, Member
     from envguard.fleet import Node, NodeChange
     from envguard.restore.build import Outcome
-    from envguard.restore.command import PartFailed, Step
-    from envguard.restore.parts import CacheStep, CodeStep, WorkMoved
+    from envguard.restore.caches import CacheStep
+    from envguard.restore.code import CodeStep, WorkMoved
     from envguard.restore.plan import Plan
+    from envguard.restore.steps import PartFailed, Step
     from envguard.results import Failed, Result
     from envguard.results.diff import DiffDone
     from envguard.results.fleet import FleetDone
@@ -478,11 +479,12 @@ class Human:
         return block(self.step_renderers()[type(step)](step))
 
     def step_renderers(self) -> dict[type, Callable[[Any], Iterator[str]]]:
-        """Each restore step's lines, by its type (:data:`envguard.restore.command.Step`): a
+        """Each restore step's lines, by its type (:data:`envguard.restore.steps.Step`): a
         new step adds its line here, and tests/test_renderers.py holds every one to one."""
         from envguard.restore.build import Outcome
-        from envguard.restore.command import PartFailed
-        from envguard.restore.parts import CacheStep, CodeStep, WorkMoved
+        from envguard.restore.caches import CacheStep
+        from envguard.restore.code import CodeStep, WorkMoved
+        from envguard.restore.steps import PartFailed
 
         return {
             Outcome: self._venv_step,
