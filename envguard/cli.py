@@ -407,12 +407,12 @@ def backups(venv: Path | None, prune: bool, keep: int | None, as_json: bool) -> 
     \b
     Exit codes: 0, 2 error.
     """
-    from envguard.commands import manage
+    from envguard.commands import backups as cmd
 
     if keep is not None and not prune:
         raise click.UsageError("--keep only means something with --prune")
     with _errors():
-        _emit(manage.backups(_config(), venv=venv, prune=prune, keep=1 if keep is None else keep))
+        _emit(cmd.backups(_config(), venv=venv, prune=prune, keep=1 if keep is None else keep))
 
 
 @cli.group(cls=_Group, short_help="Tool venvs (SGLang, vLLM) beside the training venv.")
@@ -615,10 +615,10 @@ def export(
     \b
     Exit codes: 0 written, 2 error.
     """
-    from envguard.commands import manage
+    from envguard.commands import export as cmd
 
     with _errors():
-        _emit(manage.export(_config(), lock, output, _overrides(kw), resolve=resolve))
+        _emit(cmd.export(_config(), lock, output, _overrides(kw), resolve=resolve))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -724,10 +724,10 @@ def protect_cmd(
     \b
     Exit codes: 0, 2 error.
     """
-    from envguard.commands import manage
+    from envguard.commands import protect as cmd
 
     with _errors():
-        _emit(manage.protect_venv(_config(), lock, venv=venv, extra=packages))
+        _emit(cmd.protect(_config(), lock, venv=venv, extra=packages))
 
 
 @cli.command(name="unprotect")
@@ -740,10 +740,10 @@ def unprotect_cmd(venv: Path | None, as_json: bool) -> None:
     \b
     Exit codes: 0, 2 error.
     """
-    from envguard.commands import manage
+    from envguard.commands import protect as cmd
 
     with _errors():
-        _emit(manage.unprotect_venv(_config(), venv=venv))
+        _emit(cmd.unprotect(_config(), venv=venv))
 
 
 @cli.command(short_help="Compare many nodes with the lock and with each other.")

@@ -30,11 +30,13 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.restore.plan import Plan
     from envguard.restore.steps import PartFailed, Step
     from envguard.results import Failed, Result
+    from envguard.results.backups import BackupsDone
     from envguard.results.diff import DiffDone
+    from envguard.results.export import ExportDone
     from envguard.results.fleet import FleetDone
     from envguard.results.journal import LogDone, RunDone
-    from envguard.results.manage import BackupsDone, ExportDone, ProtectDone, UnprotectDone
     from envguard.results.preflight import PreflightDone
+    from envguard.results.protect import ProtectDone, UnprotectDone
     from envguard.results.restore import RestoreDone, RestorePlanned
     from envguard.results.snapshot import SnapshotDone
     from envguard.results.tools import ToolAdded, ToolRemoved, ToolsListed

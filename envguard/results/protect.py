@@ -1,4 +1,4 @@
-"""The result of ``envguard manage``."""
+"""The results of ``envguard protect`` and ``unprotect``."""
 
 from __future__ import annotations
 
@@ -9,18 +9,6 @@ from envguard.results import Result
 
 if TYPE_CHECKING:
     from envguard.protect import Protection
-    from envguard.restore.backups import Backups
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExportDone(Result):
-    kind: ClassVar[str] = "export"
-    output: str
-    format: str
-    packages: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"output": self.output, "format": self.format, "packages": self.packages}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,12 +29,3 @@ class UnprotectDone(Result):
 
     def to_dict(self) -> dict[str, Any]:
         return {"venv": self.venv, "lifted": self.lifted}
-
-
-@dataclass(frozen=True, kw_only=True)
-class BackupsDone(Result):
-    kind: ClassVar[str] = "backups"
-    backups: Backups
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.backups.to_dict()

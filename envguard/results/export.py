@@ -1,0 +1,19 @@
+"""The result of ``envguard export``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from envguard.results import Result
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportDone(Result):
+    kind: ClassVar[str] = "export"
+    output: str
+    format: str
+    packages: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"output": self.output, "format": self.format, "packages": self.packages}
