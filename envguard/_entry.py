@@ -61,7 +61,7 @@ def snapshot(kw: dict[str, Any]) -> None:
 
     cfg = config()
     with UI.progress() as step:
-        result = command.run(
+        result = command.take(
             cfg, progress=step, default_caches=not kw.pop("no_default_caches", False), **kw
         )
     emit(result)
@@ -74,7 +74,7 @@ def diff(kw: dict[str, Any]) -> None:
     view = {"expand": kw.pop("expand", False), "show_patch": kw.pop("show_patch", False)}
     cfg = config(**{key: kw.pop(key, None) for key in ("fail_on", "only", "ignore", "code")})
     with UI.progress() as step:
-        result = command.run(cfg, kw.pop("locks", ()), progress=step, **kw)
+        result = command.diff(cfg, kw.pop("locks", ()), progress=step, **kw)
     emit(result, **view)
 
 

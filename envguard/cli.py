@@ -355,7 +355,7 @@ def restore(lock: Path | None, as_json: bool, yes: bool, **kw: Any) -> None:
             _confirm(planned.replaces)
         with _UI.progress() as step:
             tell = None if as_json else lambda s: step.echo(human.restore_step(s))
-            done = command.run(planned, on_step=tell, progress=step)
+            done = command.restore(planned, on_step=tell, progress=step)
         _emit(done, failure=done.failure)
 
 
@@ -407,12 +407,12 @@ def backups(venv: Path | None, prune: bool, keep: int | None, as_json: bool) -> 
     \b
     Exit codes: 0, 2 error.
     """
-    from envguard.commands import backups as cmd
+    from envguard.commands import backups as command
 
     if keep is not None and not prune:
         raise click.UsageError("--keep only means something with --prune")
     with _errors():
-        _emit(cmd.backups(_config(), venv=venv, prune=prune, keep=1 if keep is None else keep))
+        _emit(command.backups(_config(), venv=venv, prune=prune, keep=1 if keep is None else keep))
 
 
 @cli.group(cls=_Group, short_help="Tool venvs (SGLang, vLLM) beside the training venv.")
@@ -615,10 +615,10 @@ def export(
     \b
     Exit codes: 0 written, 2 error.
     """
-    from envguard.commands import export as cmd
+    from envguard.commands import export as command
 
     with _errors():
-        _emit(cmd.export(_config(), lock, output, _overrides(kw), resolve=resolve))
+        _emit(command.export(_config(), lock, output, _overrides(kw), resolve=resolve))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -703,7 +703,7 @@ def preflight(
 
     with _errors():
         cfg = _config(only=only, ignore=ignore)
-        _emit(command_mod.run(cfg, command, venv=venv), expand=expand)
+        _emit(command_mod.check(cfg, command, venv=venv), expand=expand)
 
 
 @cli.command(name="protect", short_help="Pin torch, its CUDA wheels and triton against installs.")
@@ -724,10 +724,10 @@ def protect_cmd(
     \b
     Exit codes: 0, 2 error.
     """
-    from envguard.commands import protect as cmd
+    from envguard.commands import protect as command
 
     with _errors():
-        _emit(cmd.protect(_config(), lock, venv=venv, extra=packages))
+        _emit(command.protect(_config(), lock, venv=venv, extra=packages))
 
 
 @cli.command(name="unprotect")
@@ -740,10 +740,10 @@ def unprotect_cmd(venv: Path | None, as_json: bool) -> None:
     \b
     Exit codes: 0, 2 error.
     """
-    from envguard.commands import protect as cmd
+    from envguard.commands import protect as command
 
     with _errors():
-        _emit(cmd.unprotect(_config(), venv=venv))
+        _emit(command.unprotect(_config(), venv=venv))
 
 
 @cli.command(short_help="Compare many nodes with the lock and with each other.")
@@ -775,7 +775,7 @@ def fleet(
 
     with _errors():
         cfg = _config(fail_on=fail_on, only=only, ignore=ignore)
-        _emit(command.run(cfg, lock, snapshots), show_all=show_all)
+        _emit(command.compare(cfg, lock, snapshots), show_all=show_all)
 
 
 class _LockThenCommand(_CommandAfter):
@@ -858,7 +858,7 @@ def bisect(lock: Path | None, as_json: bool, **kw: Any) -> None:
         )  # fmt: skip
         status = _UI.human(sys.stderr)
         with _UI.progress() as step:
-            result = command.run(
+            result = command.bisect(
                 _config(), lock, venv=kw.pop("venv"), repo=kw.pop("repo"), options=options,
                 on_event=lambda e: step(status.bisect_status(e), e.run, e.runs),
             )  # fmt: skip

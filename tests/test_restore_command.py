@@ -32,7 +32,7 @@ def test_restore_is_a_command_a_library_calls(project: Project) -> None:
     assert planned.plan is not None and planned.replaces is None  # a dry run replaces nothing
     assert "goes away plainpkg 2.4" in Human().restore_plan(planned)
     told: list[object] = []
-    done = command.run(planned, on_step=told.append)
+    done = command.restore(planned, on_step=told.append)
     assert (done.exit_code, done.failure, told) == (0, None, [])
     assert done.to_dict()["plan"]["replaces_existing"] is True
 
@@ -49,7 +49,7 @@ def test_the_steps_are_told_as_they_are_done(project: Project) -> None:
         overrides=_overrides(project), everything=True,
     )  # fmt: skip
     told: list[Step] = []
-    done = command.run(planned, on_step=told.append)
+    done = command.restore(planned, on_step=told.append)
     assert done.exit_code == 0, done.failure
     assert [type(step).__name__ for step in told] == ["Outcome", "CacheStep", "CodeStep"]
     assert told[0] == done.result.venv and isinstance(told[0], Outcome)  # the venv first

@@ -39,7 +39,7 @@ class Options:
     overrides: Overrides = field(default_factory=Overrides)
 
 
-def run(
+def bisect(
     cfg: Config,
     lock: Path | None,
     *,

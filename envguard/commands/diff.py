@@ -15,7 +15,7 @@ from envguard.results.diff import DiffDone
 from envguard.snapshot import Progress
 
 
-def run(
+def diff(
     cfg: Config,
     locks: tuple[Path, ...] = (),
     *,

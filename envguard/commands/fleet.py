@@ -10,7 +10,7 @@ from envguard.config import Config
 from envguard.results.fleet import FleetDone
 
 
-def run(cfg: Config, lock: Path, snapshots: tuple[Path, ...]) -> FleetDone:
+def compare(cfg: Config, lock: Path, snapshots: tuple[Path, ...]) -> FleetDone:
     locked = lockfile.read(lock)
     report = fleet.compare(locked, fleet.expand(snapshots), cfg.judging())
     # drift that was meant is recorded on a node that has it, from the venv the lock recorded

@@ -12,7 +12,7 @@ from envguard.config import Config
 from envguard.results.preflight import PreflightDone
 
 
-def run(cfg: Config, command: Sequence[str], *, venv: Path | None = None) -> PreflightDone:
+def check(cfg: Config, command: Sequence[str], *, venv: Path | None = None) -> PreflightDone:
     cmd = preflight.parse(command)
     target = targets.venv(preflight.venv_of(cmd, venv), cfg)
     before = snapshot.take(target, default_caches=False, with_code=False)

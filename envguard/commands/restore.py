@@ -2,7 +2,7 @@
 (:mod:`envguard.restore.steps`).
 
 In two halves, so that the plan is shown, and the replacing of a venv confirmed, before
-anything changes: :func:`prepare` reads the lock and plans the venv step; :func:`run` does
+anything changes: :func:`prepare` reads the lock and plans the venv step; :func:`restore` does
 the parts asked, telling each step as it is done.
 """
 
@@ -57,7 +57,7 @@ def prepare(
     return RestorePlanned(request=req, plan=the_plan, unchanged=unchanged)
 
 
-def run(
+def restore(
     planned: RestorePlanned,
     *,
     on_step: Callable[[core.Step], None] | None = None,

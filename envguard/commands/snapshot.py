@@ -13,7 +13,7 @@ from envguard.results.snapshot import SnapshotDone
 from envguard.snapshot import Progress
 
 
-def run(
+def take(
     cfg: Config,
     *,
     venv: Path | None = None,
