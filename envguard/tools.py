@@ -29,8 +29,6 @@ from envguard.model import Record
 
 MARKER = "envguard-tool.toml"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-# areas a tool's lock speaks for: it records no code and no caches
-_AREAS = ("python", "torch", "cuda", "libraries", "packages")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,7 +247,8 @@ def _describe(venv: Path, lockfiles: Path, live: Any = None) -> Tool:
         except LockfileError:
             matches = False
         else:
-            report = drift.compare(locked, snap).only(_AREAS)
+            # a tool's lock speaks for what its venv determines: it records no code and no caches
+            report = drift.compare(locked, snap).only(drift.VENV_AREAS)
             matches = not report.fails("warning")
     return Tool(
         name=venv.name,

@@ -440,3 +440,51 @@ def test_help_fits_80_columns(command: list[str]) -> None:
     code, out, _ = invoke(*command, "--help", env={"COLUMNS": "80"})
     assert code == 0
     assert [line for line in out.splitlines() if len(line) > 80] == []
+
+
+# --- the areas, as the registry has them -------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _listed(text: str, after: str, end: str) -> list[str]:
+    """The comma-separated names in ``text`` from just after ``after`` to the next ``end``."""
+    text = " ".join(text.split())  # a list wraps where its page does
+    start = text.index(after) + len(after)
+    names = text[start : text.index(end, start)].replace(" and ", ", ")
+    return [name.strip("` ") for name in names.split(",")]
+
+
+def test_every_list_of_areas_is_the_registrys() -> None:
+    """Where a docstring or a page lists areas, it lists drift/areas.py's: all of them in its
+    order, or the ones a venv determines; an example's --only/--ignore names only areas it has
+    (#22 item 3)."""
+    from envguard import drift
+    from envguard.bisect import moves
+    from envguard.runtime_guard import guard
+
+    def read(name: str) -> str:
+        return (ROOT / name).read_text(encoding="utf-8")
+
+    assert _listed(guard.__doc__ or "", "areas to judge (", ")") == list(drift.AREAS)
+    assert _listed(read("docs/commands.md"), "(comma-separated):", ".") == list(drift.AREAS)
+    assert _listed(read("docs/how-it-works.md"), "a module per area (", ")") == list(drift.AREAS)
+    venv = _listed(read("docs/restore.md"), "the areas a venv determines (", ")")
+    assert venv == list(drift.VENV_AREAS)
+    # the image's Python is checked on what it determines, as a restore verifies a venv
+    image = re.search(r"--only (\S+)", read("docs/ci/Dockerfile"))
+    assert image and image[1].split(",") == list(drift.VENV_AREAS)
+    # the pre-commit hook: every area but the code, left to git, and the host, info alone
+    hook = _listed(read("README.md"), "or its caches drifted: ", ".")
+    words = {"environment": "env"}
+    assert sorted(words.get(w.lower(), w.lower()) for w in hook) == sorted(
+        set(drift.AREAS) - {"code", "host"}
+    )
+    examples = set(moves.KINDS)
+    for page in [ROOT / "README.md", *(p for p in (ROOT / "docs").rglob("*") if p.is_file())]:
+        text = page.read_text(encoding="utf-8")
+        for found in re.finditer(r'--(?:only|ignore)[ ,"]+([a-z,]+)', text):
+            examples.update(found[1].split(","))
+        for found in re.finditer(r"^(?:only|ignore) = \[(.*)\]", text, re.MULTILINE):
+            examples.update(n.strip(' "') for n in found[1].split(","))
+    assert examples - set(drift.AREAS) == set()

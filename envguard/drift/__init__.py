@@ -11,14 +11,23 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from envguard.drift.areas import ALL, AREAS, FAIL_ON, Context, named
+from envguard.drift.areas import ALL, AREAS, FAIL_ON, VENV_AREAS, Context, named
 from envguard.drift.report import SEVERITIES, Change, DriftReport, Member
 
 if TYPE_CHECKING:  # `snapshot` reads Change from here and must not load the rules
     from envguard import attribution
     from envguard.model import Snapshot
 
-__all__ = ["AREAS", "FAIL_ON", "SEVERITIES", "Change", "DriftReport", "Member", "compare"]
+__all__ = [
+    "AREAS",
+    "FAIL_ON",
+    "SEVERITIES",
+    "VENV_AREAS",
+    "Change",
+    "DriftReport",
+    "Member",
+    "compare",
+]
 
 
 def compare(

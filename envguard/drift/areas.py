@@ -41,6 +41,8 @@ class Area:
     name: str
     severity: str  # the severity of its changes, unless its rule says otherwise for one
     caused: bool = False  # its changes name who made them (a journal record, an install)
+    # the venv determines it: a rebuild from the lock puts it back, a tool venv is judged on it
+    venv: bool = False
 
     def rule(self) -> Rule:
         rule: Rule = importlib.import_module(f"envguard.drift.{self.name}").changes
@@ -59,18 +61,21 @@ class Area:
 
 # In the order a report lists the changes of one severity.
 ALL = (
-    Area("python", "critical"),  # another interpreter ABI: every extension is another build
-    Area("torch", "critical", caused=True),  # another build: compiled kernels are not reused
-    Area("cuda", "warning", caused=True),  # critical where the CUDA major moved
+    # another interpreter ABI: every extension is another build
+    Area("python", "critical", venv=True),
+    # another build: compiled kernels are not reused
+    Area("torch", "critical", caused=True, venv=True),
+    Area("cuda", "warning", caused=True, venv=True),  # critical where the CUDA major moved
     Area("gpu", "warning"),
     Area("code", "critical"),  # info for files a run does not read
     Area("caches", "warning"),
-    Area("libraries", "warning", caused=True),
-    Area("packages", "warning", caused=True),
+    Area("libraries", "warning", caused=True, venv=True),
+    Area("packages", "warning", caused=True, venv=True),
     Area("env", "warning"),  # info for settings that do not change a step (WANDB_*)
     Area("host", "info"),  # facts for comparing nodes, never drift of their own
 )
 AREAS = tuple(a.name for a in ALL)
+VENV_AREAS = tuple(a.name for a in ALL if a.venv)  # what a venv rebuilt from a lock puts back
 # The least severe change that counts as drift: a severity, or any change (info too).
 FAIL_ON = (*SEVERITIES[:-1], "any")
 _BY_NAME = {a.name: a for a in ALL}

@@ -20,7 +20,6 @@ from envguard.restore import transaction
 from envguard.restore.plan import Plan, indexes_for, requirements_text
 
 Progress = Callable[[str, int, int], None]
-VERIFIED_AREAS = ("python", "torch", "cuda", "libraries", "packages")
 REQUIREMENTS = "envguard-requirements.txt"  # inside the new venv while it is built
 
 
@@ -38,10 +37,11 @@ class Outcome(Record):
 
 
 def verify(lock: Snapshot, built: Snapshot) -> list[drift.Change]:
-    """What differs between the lock and a venv in packages, torch and the CUDA stack."""
+    """What differs between the lock and a venv in the areas a venv determines: the packages,
+    torch and the CUDA stack."""
     report = drift.compare(lock, built)
     # info-level rows (system libraries outside the venv, another host) do not make it wrong
-    return [c for c in report.changes if c.area in VERIFIED_AREAS and c.severity != "info"]
+    return [c for c in report.changes if c.area in drift.VENV_AREAS and c.severity != "info"]
 
 
 def matches(lock: Snapshot, current: Snapshot | None, the_plan: Plan) -> bool:
