@@ -10,8 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envguard import catalog, compat
+from envguard.drift.areas import named
 from envguard.drift.report import Change, cache_label
 from envguard.model import Snapshot
+
+# the registry's areas, of their default severities: a name it lacks fails here, on import
+_PYTHON, _LIBRARIES, _PACKAGES, _CACHES = map(named, ("python", "libraries", "packages", "caches"))
 
 
 def findings(snap: Snapshot) -> list[Change]:
@@ -20,11 +24,8 @@ def findings(snap: Snapshot) -> list[Change]:
 
 def _venv(snap: Snapshot) -> Iterator[Change]:
     if snap.venv.problem:
-        yield Change(
-            severity="critical",
-            area="python",
+        yield _PYTHON.change(
             subject="interpreter",
-            old="",
             new="cannot start",
             why=f"the venv cannot start: {snap.venv.problem}",
         )
@@ -38,9 +39,7 @@ def _extensions(snap: Snapshot) -> Iterator[Change]:
         if build.name not in catalog.TORCH_EXTENSIONS or not build.variant:
             continue
         if build.variant != torch.variant:
-            yield Change(
-                severity="warning",
-                area="libraries",
+            yield _LIBRARIES.change(
                 subject=build.name,
                 old=f"torch {torch.variant}",
                 new=f"{build.name} {build.variant}",
@@ -54,11 +53,8 @@ def _extensions(snap: Snapshot) -> Iterator[Change]:
 def _duplicates(snap: Snapshot) -> Iterator[Change]:
     for dist in snap.packages:
         if dist.duplicates:
-            yield Change(
-                severity="warning",
-                area="packages",
+            yield _PACKAGES.change(
                 subject=dist.name,
-                old="",
                 new=f"{1 + len(dist.duplicates)} installs",
                 why=(
                     f"{dist.name} is installed twice ({', '.join(dist.duplicates)} beside "
@@ -73,11 +69,8 @@ def _caches(snap: Snapshot) -> Iterator[Change]:
             continue
         why = compat.mismatches(cache.compat, snap)
         if why:
-            yield Change(
-                severity="warning",
-                area="caches",
+            yield _CACHES.change(
                 subject=cache_label(cache.kind, cache.path),
-                old="",
                 new="built for another stack",
                 why=f"{'; '.join(why)}: its entries will not be reused",
             )

@@ -245,6 +245,28 @@ def _everywhere() -> tuple[Snapshot, Snapshot]:
     return old, new
 
 
+def test_a_change_is_built_by_its_registered_area() -> None:
+    """Changes come from ``areas.named(NAME).change(...)``, never ``Change(area=NAME)`` by hand:
+    a name the registry lacks fails when its module loads, not in a report that ``--only``
+    then filters wrong; the areas a venv determines are registered ones (#22 item 3)."""
+    import re
+    from pathlib import Path
+
+    import envguard
+
+    root = Path(envguard.__file__).parent
+    by_hand = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if p != root / "drift" / "areas.py"
+        and re.search(r"(?<!class )\bChange\(", p.read_text("utf-8"))
+    ]
+    assert by_hand == []
+    with pytest.raises(KeyError):
+        areas.named("library")
+    assert set(drift.VENV_AREAS) < set(drift.AREAS)
+
+
 def test_one_table_of_areas_their_rules_and_severities() -> None:
     """Each area's rule is its module's ``changes(old, new, context)``, one signature for all,
     and yields that area's changes alone; compare() is the rules' changes, ordered; the names,
