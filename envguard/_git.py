@@ -155,7 +155,7 @@ def _is_git_dir(folder: Path) -> bool:
 
 def status(repo: Repo) -> Status:
     """One ``git status``: HEAD, the branch, what changed and what is untracked."""
-    return parse_status(run(repo, *PATCH_CONFIG, *STATUS))
+    return parse_status(output(repo, *PATCH_CONFIG, *STATUS))
 
 
 def parse_status(raw: bytes) -> Status:
@@ -241,7 +241,7 @@ def _rewritten(url: str, rewrites: list[tuple[str, str]]) -> str:
     return best[1] + url[len(best[0]) :] if best else url
 
 
-def run(repo: Any, *args: str, check: bool = True) -> bytes:
+def output(repo: Any, *args: str, check: bool = True) -> bytes:
     """``git <args>`` in ``repo``'s work tree; its stdout as bytes. A failure is a RepoError
     (with ``check``) or empty output (without)."""
     code, out, err = _exec(repo, args)
@@ -306,7 +306,7 @@ def _not_owned(stderr: str, where: str) -> str:
 
 
 def text(repo: Any, *args: str, check: bool = True) -> str:
-    return run(repo, *args, check=check).decode("utf-8", "replace").strip()
+    return output(repo, *args, check=check).decode("utf-8", "replace").strip()
 
 
 def commit_exists(repo: Any, sha: str) -> bool:

@@ -53,7 +53,7 @@ def test_code_restores_when_the_venv_is_in_gitignore(project: Project) -> None:
 
 def _fails(root: Path, *args: str) -> str:
     with pytest.raises(RepoError) as caught:
-        _git.run(_git.open_repo(root, required=True), *args)
+        _git.output(_git.open_repo(root, required=True), *args)
     return str(caught.value)
 
 
@@ -118,14 +118,14 @@ def _where_things_are(project: Project) -> dict[str, Any]:
 
 
 class FailAt:
-    """``_git.run`` whose call number ``n`` fails: before git runs or, with ``after``, once git
+    """``_git.output`` whose call number ``n`` fails: before git runs or, with ``after``, once git
     has done its work (a command that fails half-way). A call that tolerates failure
     (``check=False``) then sees no output, as from a git that failed."""
 
     def __init__(self, n: int, *, after: bool) -> None:
         self.n, self.after, self.seen = n, after, 0
         self.failed: str | None = None
-        self.real = _git.run
+        self.real = _git.output
 
     def __call__(self, repo: object, *args: str, check: bool = True) -> bytes:
         self.seen += 1
@@ -159,9 +159,9 @@ def test_every_failure_point_puts_the_repository_back(
     assert before["staged"] == "" and before["stashes"] == ""
     for n in range(100):
         inject = FailAt(n, after=after)
-        monkeypatch.setattr(_git, "run", inject)
+        monkeypatch.setattr(_git, "output", inject)
         code, out, err = _restore(project, "--code")
-        monkeypatch.setattr(_git, "run", inject.real)
+        monkeypatch.setattr(_git, "output", inject.real)
         where = f"call {n}: git {inject.failed}\n{out}{err}"
         if code == 0:  # past the last call, or a failure the restore may tolerate
             assert "saved your uncommitted work as stash@{0}" in out, where
@@ -217,15 +217,15 @@ def test_a_half_done_stash_is_popped_and_a_retry_adds_no_stash(
     """What the .gitignore bug did: git stored the stash, then refused to clean the tree. Made
     real again by hiding from restore which paths git ignores."""
     _in_progress(project, moves=True)
-    real = _git.run
+    real = _git.output
 
     def no_check_ignore(repo: object, *args: str, check: bool = True) -> bytes:
         return b"" if "check-ignore" in args else real(repo, *args, check=check)
 
-    monkeypatch.setattr(_git, "run", no_check_ignore)
+    monkeypatch.setattr(_git, "output", no_check_ignore)
     for _ in range(3):  # each retry as the first: no stash left, nothing staged
         _fails_and_puts_back(project, said="The following paths are ignored")
-    monkeypatch.setattr(_git, "run", real)
+    monkeypatch.setattr(_git, "output", real)
     code, _, err = _restore(project, "--code")
     assert code == 0, err
     assert len(git(project.root, "stash", "list").splitlines()) == 1
@@ -257,7 +257,7 @@ def test_failures_that_are_not_gits_put_everything_back(
     elif where == "tree not the snapshot's":  # after the put-back: the lock edits are in place
         monkeypatch.setattr(checkout, "_same_code", _not_the_snapshot)
     else:
-        real = _git.run
+        real = _git.output
 
         def interrupted(repo: object, *args: str, check: bool = True) -> bytes:
             out = real(repo, *args, check=check)
@@ -265,7 +265,7 @@ def test_failures_that_are_not_gits_put_everything_back(
                 raise KeyboardInterrupt
             return out
 
-        monkeypatch.setattr(_git, "run", interrupted)
+        monkeypatch.setattr(_git, "output", interrupted)
     before = _where_things_are(project)
     code, out, err = _restore(project, "--code")
     assert code != 0 and err == f"error: {SAID[where]}\n", out + err

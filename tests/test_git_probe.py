@@ -284,7 +284,7 @@ def test_counts_come_from_the_patch_as_numstat_gives_them(
 def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     """The git commands the probe runs one after another, their ``-c`` settings left out."""
     calls: list[tuple[str, ...]] = []
-    real = _git.run
+    real = _git.output
 
     def spy(repo: object, *args: str, check: bool = True) -> bytes:
         words = list(args)
@@ -293,7 +293,7 @@ def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
         calls.append(tuple(words))
         return real(repo, *args, check=check)
 
-    monkeypatch.setattr(_git, "run", spy)
+    monkeypatch.setattr(_git, "output", spy)
     return calls
 
 

@@ -485,7 +485,7 @@ class _Code:
                 f"the lock's commit {good.head[:12]} is not in {self.root}: GOOD's code cannot "
                 "be checked out (git fetch it, or pass --repo)"
             )
-        self.live_patch = _git.run(repo, *_git.PATCH_CONFIG, *_DIFF)
+        self.live_patch = _git.output(repo, *_git.PATCH_CONFIG, *_DIFF)
         if PATCH in self.moves and good.redacted:
             raise BisectError(
                 f"the lock's uncommitted patch had {good.redacted} secret line(s) redacted, so "

@@ -95,7 +95,7 @@ def probe(
 
 def _patch(repo: Any, head: str) -> bytes:
     """HEAD against the work tree, byte-exact for ``git apply``."""
-    return _git.run(repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, *_PATCH, *_DIFF)
+    return _git.output(repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, *_PATCH, *_DIFF)
 
 
 def _encode_patch(raw: bytes) -> tuple[str, str, int]:
@@ -218,7 +218,7 @@ _SAME_GITLINK = re.compile(rb"\n-Subproject commit ([0-9a-f]+)\n\+Subproject com
 
 
 def _numstat(repo: Any, head: str) -> dict[str, tuple[int, int]]:
-    stats = _git.run(
+    stats = _git.output(
         repo, *_git.PATCH_CONFIG, "diff", head or _git.EMPTY_TREE, "--numstat", "-z", *_DIFF
     )
     return {p: (a, r) for p, a, r in _parse_numstat_z(stats.decode("utf-8", "surrogateescape"))}
@@ -236,7 +236,7 @@ def _mode_only(
     HEAD's blob on both sides, which is what says it did not change what runs."""
     if not unknown or not head:
         return files
-    listed = _git.run(repo, "ls-tree", "-z", head, "--", *(f":(literal){p}" for p in unknown))
+    listed = _git.output(repo, "ls-tree", "-z", head, "--", *(f":(literal){p}" for p in unknown))
     blobs = {}
     for row in listed.decode("utf-8", "surrogateescape").split("\0"):
         meta, _, path = row.partition("\t")
@@ -257,8 +257,8 @@ def _submodule_state(path: Path) -> str:
     if sub is None:
         return "unknown"
     h = hashlib.sha256()
-    h.update(_git.run(sub, *_git.PATCH_CONFIG, "diff", "HEAD", *_PATCH, *_DIFF, check=False))
-    others = _git.run(sub, "ls-files", "-z", "--others", "--exclude-standard", check=False)
+    h.update(_git.output(sub, *_git.PATCH_CONFIG, "diff", "HEAD", *_PATCH, *_DIFF, check=False))
+    others = _git.output(sub, "ls-files", "-z", "--others", "--exclude-standard", check=False)
     for rel in sorted(others.split(b"\0")):
         h.update(rel + b"\0")
         target = path / rel.decode("utf-8", "surrogateescape")
@@ -279,7 +279,7 @@ def _project_config(repo: Any, path: Path) -> str:
 def _config_blob(repo: Any, blob: str) -> str:
     if not blob:
         return ""
-    return _config_identity(_git.run(repo, "cat-file", "blob", blob, check=False))
+    return _config_identity(_git.output(repo, "cat-file", "blob", blob, check=False))
 
 
 def _config_identity(data: bytes) -> str:
@@ -330,7 +330,7 @@ def _since(repo: Any, base: str, head: str, skip: tuple[str, ...]) -> HeadMove |
         return None
     if base and not _git.commit_exists(repo, base):
         return HeadMove(base=base, found=False)
-    raw = _git.run(
+    raw = _git.output(
         repo, *_git.PATCH_CONFIG, "diff", "--raw", "-z", "--no-abbrev", *_DIFF,
         base or _git.EMPTY_TREE, head,
     )  # fmt: skip
@@ -383,7 +383,7 @@ def _is_own(repo: Any, path: str, old_blob: str, new_blob: str) -> bool:
 
 
 def _moved_patch(repo: Any, base: str, head: str, path: str) -> str:
-    raw = _git.run(
+    raw = _git.output(
         repo, *_git.PATCH_CONFIG, "diff", *_DIFF, base, head, "--", f":(literal){path}",
         check=False,
     )  # fmt: skip

@@ -151,7 +151,7 @@ def _where(repo: Any) -> str:
 
 def _own_files(repo: Any, root: Path, extra: Iterable[Path]) -> set[str]:
     """envguard's own files in the working tree, tracked or not (relative paths)."""
-    listed = _git.run(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    listed = _git.output(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     names = listed.decode("utf-8", "surrogateescape").split("\0")
     out = {n for n in names if n and catalog.is_envguard_file(n) and (root / n).is_file()}
     for path in extra:
@@ -197,10 +197,10 @@ def _stashable(repo: Any, keep_out: list[str]) -> list[str]:
 def _refuse_ignored_clashes(repo: Any, head: str, keep_out: list[str]) -> None:
     """Ignored files are not stashed and git's checkout treats them as disposable: refuse a
     checkout that would overwrite or delete one, before anything changes."""
-    tree = _git.run(repo, "ls-tree", "-r", "--name-only", "-z", head)
+    tree = _git.output(repo, "ls-tree", "-r", "--name-only", "-z", head)
     wanted = {p for p in tree.decode("utf-8", "surrogateescape").split("\0") if p}
     folders = {p.rsplit("/", i)[0] for p in wanted for i in range(1, p.count("/") + 1)}
-    ignored = _git.run(
+    ignored = _git.output(
         repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
         "--", ".", *keep_out,
     )  # fmt: skip
@@ -212,7 +212,7 @@ def _refuse_ignored_clashes(repo: Any, head: str, keep_out: list[str]) -> None:
         if path in wanted or (not entry.endswith("/") and path in folders):
             clashes.append(path)
         elif entry.endswith("/") and path in folders:
-            inside = _git.run(
+            inside = _git.output(
                 repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--",
                 f":(literal){path}",
             )  # fmt: skip
@@ -238,7 +238,7 @@ def _stash(repo: Any, specs: list[str]) -> tuple[str | None, BaseException | Non
     message = f"envguard restore {time.strftime('%Y-%m-%d %H:%M:%S')}"
     failed: BaseException | None = None
     try:
-        _git.run(repo, "stash", "push", "--include-untracked", "-m", message, "--", ".", *specs)
+        _git.output(repo, "stash", "push", "--include-untracked", "-m", message, "--", ".", *specs)
     except BaseException as exc:  # a ^C too: git may have stored the stash already
         failed = exc
     try:
@@ -272,11 +272,11 @@ def _hold(repo: Any, root: Path, own: set[str]) -> dict[str, str]:
     finds them."""
     if not own:
         return {}
-    listed = _git.run(repo, "ls-files", "-z", "--", *(f":(literal){rel}" for rel in own))
+    listed = _git.output(repo, "ls-files", "-z", "--", *(f":(literal){rel}" for rel in own))
     tracked = {t for t in listed.decode("utf-8", "surrogateescape").split("\0") if t}
     held = _set_aside(repo, root, own, {})
     if tracked:
-        _git.run(repo, "checkout", "HEAD", "--", *(f":(literal){t}" for t in tracked))
+        _git.output(repo, "checkout", "HEAD", "--", *(f":(literal){t}" for t in tracked))
     for rel in own - tracked:
         (root / rel).unlink(missing_ok=True)
     return held
@@ -363,9 +363,9 @@ def _checkout(repo: Any, state: CodeState, root: Path) -> str | None:
     heads = {h.name: h for h in repo.heads}
     branch = state.branch
     if branch is not None and branch in heads and heads[branch].commit.hexsha == state.head:
-        _git.run(repo, "checkout", "--quiet", branch)
+        _git.output(repo, "checkout", "--quiet", branch)
         return branch
-    _git.run(repo, "checkout", "--quiet", "--detach", state.head)
+    _git.output(repo, "checkout", "--quiet", "--detach", state.head)
     return None
 
 
@@ -375,7 +375,7 @@ def _apply(repo: Any, patch: bytes) -> None:
         fh.flush()
         try:
             own = [f"--exclude={p}" for p in catalog.ENVGUARD_FILE_PATTERNS]
-            _git.run(repo, "apply", "--binary", "--whitespace=nowarn", *own, fh.name)
+            _git.output(repo, "apply", "--binary", "--whitespace=nowarn", *own, fh.name)
         except RepoError as exc:
             raise NotRestored(f"the snapshot's patch does not apply: {exc}") from exc
 
@@ -387,11 +387,11 @@ def _back(repo: Any, origin: str, saved: str | None, keep_out: list[str], own: s
     or one made now (the failure came before the hold, or after its put-back)."""
     held = _set_aside(repo, Path(repo.working_tree_dir), own, _journal(repo))
     try:
-        _git.run(repo, "reset", "--quiet", "--hard", check=False)
-        _git.run(repo, "clean", "-fdq", "--", ".", *keep_out, check=False)
-        _git.run(repo, "checkout", "--quiet", origin, check=False)
+        _git.output(repo, "reset", "--quiet", "--hard", check=False)
+        _git.output(repo, "clean", "-fdq", "--", ".", *keep_out, check=False)
+        _git.output(repo, "checkout", "--quiet", origin, check=False)
         if saved:
-            _git.run(repo, "stash", "pop", "--quiet", "--index")
+            _git.output(repo, "stash", "pop", "--quiet", "--index")
     finally:
         _put_back(repo, held)
 
@@ -408,5 +408,5 @@ def _way_back(repo: Any, origin: str, saved: str | None, own: set[str], moved: b
 
 
 def _tracked_at(repo: Any, commit: str, rel: str) -> bool:
-    listed = _git.run(repo, "ls-tree", "--name-only", commit, "--", f":(literal){rel}", check=False)
+    listed = _git.output(repo, "ls-tree", "--name-only", commit, "--", f":(literal){rel}", check=False)
     return bool(listed)
