@@ -178,7 +178,7 @@ def demo(keep: Path | None) -> None:
     \b
     Exit codes: 0 every step behaved as it should, 1 one did not, 2 error.
     """
-    from envguard.demo.run import run as play
+    from envguard.demo.acts import play
 
     with _errors():
         code = play(keep)

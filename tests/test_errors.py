@@ -58,7 +58,7 @@ def test_the_concerns_live_in_errors_py() -> None:
     """One module names every concern; the others raise them (a module's own error is
     only one that belongs to it alone: a failed demo act, drift that guard() stops on)."""
     elsewhere = {_name(cls) for cls in ERRORS if cls.__module__ != "envguard.errors"}
-    assert elsewhere == {"envguard.demo.run.ActFailed", "envguard.runtime_guard.DriftError"}
+    assert elsewhere == {"envguard.demo.acts.ActFailed", "envguard.runtime_guard.DriftError"}
     from envguard import tools, uv
 
     assert (uv.UvError, tools.ToolError) == (errors.UvError, errors.ToolError)  # moved there
@@ -66,7 +66,7 @@ def test_the_concerns_live_in_errors_py() -> None:
 
 def test_exit_codes_are_two_but_for_not_restored_and_a_failed_demo() -> None:
     codes = {_name(cls): cls.exit_code for cls in ERRORS if cls.exit_code != 2}
-    assert codes == {"envguard.errors.NotRestored": 1, "envguard.demo.run.ActFailed": 1}
+    assert codes == {"envguard.errors.NotRestored": 1, "envguard.demo.acts.ActFailed": 1}
 
 
 @pytest.mark.parametrize("cls", ERRORS, ids=lambda cls: cls.__name__)

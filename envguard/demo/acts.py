@@ -28,7 +28,7 @@ from envguard.errors import ArgumentError, EnvguardError
 from envguard.uv import find_uv
 
 
-def run(keep: Path | None = None, say: Callable[..., None] | None = None) -> int:
+def play(keep: Path | None = None, say: Callable[..., None] | None = None) -> int:
     """Run the demo; 0 when every step behaved as it should. ``keep``: build there and keep
     it (else a temporary folder, removed at the end)."""
     tell = say or _narrate
