@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from envguard import lockfile, preflight
-from envguard.demo.incident import _training_set
+from envguard.demo.incident import CU130, training_set
 from envguard.demo.wheels import build_wheel, cudart_header, cudnn_header, torch_version_py
 from envguard.model import CudaLibrary
 from tests.conftest import PipVenv, make_venv, offline_install, uv_install
@@ -42,16 +42,8 @@ def _extension(house: Path, name: str, version: str, requires: list[str]) -> Non
 @pytest.fixture(scope="module")
 def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("cu130-house")
-    _training_set(
-        house,
-        cuda=(13, 0),
-        runtime=("nvidia-cuda-runtime", "13.0.96", "cu13"),
-        cudnn=("nvidia-cudnn-cu13", "9.19.0.56"),
-        nccl=("nvidia-nccl-cu13", "2.28.9"),
-        torch="2.13.0+cu130",
-        metadata="2.13.0",
-        transformers="5.8.1",
-    )
+    # the stack PyPI's 2.11.0 brings in the incident, under a torch of its own
+    training_set(house, CU130, torch="2.13.0+cu130", metadata="2.13.0", transformers="5.8.1")
     build_wheel(
         house,
         "nvidia-cudnn-cu13",
@@ -72,17 +64,7 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
     )
     # 2.13.0's very wheels: the plan holds torch alone
-    _extension(
-        house,
-        "torch",
-        "2.13.1",
-        [
-            "nvidia-cuda-runtime==13.0.96",
-            "nvidia-cudnn-cu13==9.19.0.56",
-            "nvidia-nccl-cu13==2.28.9",
-            "triton==3.6.0",
-        ],
-    )
+    _extension(house, "torch", "2.13.1", [*CU130.pins, "triton==3.6.0"])
     _extension(house, "torchvision", "0.29.2", ["torch==2.14.1", "numpy", "pillow"])
     _extension(house, "torchaudio", "2.14.1", ["torch==2.14.1"])
     build_wheel(house, "pillow", "12.0.0")

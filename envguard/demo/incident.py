@@ -4,6 +4,7 @@ brings (torch's cu130 build from PyPI, cu13 nvidia wheels, transformers 5.8.1, 4
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from envguard.demo.wheels import (
@@ -23,27 +24,47 @@ TORCH_PACKAGE = {
 }
 
 
-def _training_set(
-    house: Path,
-    *,
-    cuda: tuple[int, int],
-    runtime: tuple[str, str, str],
-    cudnn: tuple[str, str],
-    nccl: tuple[str, str],
-    torch: str,
-    metadata: str,
-    transformers: str,
-) -> None:
-    """torch with its CUDA wheels (real header layout), triton and transformers.
+@dataclass(frozen=True)
+class Stack:
+    """A CUDA stack as its nvidia wheels ship it: runtime = (wheel, version, header folder);
+    cudnn, nccl = (wheel, version)."""
 
-    runtime = (wheel, version, header folder); cudnn, nccl = (wheel, version).
-    """
+    cuda: tuple[int, int]
+    runtime: tuple[str, str, str]
+    cudnn: tuple[str, str]
+    nccl: tuple[str, str]
+
+    @property
+    def pins(self) -> list[str]:
+        """What a torch built on this stack requires of it."""
+        return [f"{name}=={version}" for name, version, *_ in (self.runtime, self.cudnn, self.nccl)]
+
+
+# the known-good venv's stack, and the one PyPI's torch brings since CUDA 13
+CU128 = Stack(
+    cuda=(12, 8),
+    runtime=("nvidia-cuda-runtime-cu12", "12.8.90", "cuda_runtime"),
+    cudnn=("nvidia-cudnn-cu12", "9.10.2.21"),
+    nccl=("nvidia-nccl-cu12", "2.27.3"),
+)
+CU130 = Stack(
+    cuda=(13, 0),
+    runtime=("nvidia-cuda-runtime", "13.0.96", "cu13"),
+    cudnn=("nvidia-cudnn-cu13", "9.19.0.56"),
+    nccl=("nvidia-nccl-cu13", "2.28.9"),
+)
+
+
+def training_set(
+    house: Path, stack: Stack, *, torch: str, metadata: str, transformers: str
+) -> None:
+    """torch on ``stack`` with its CUDA wheels (real header layout), triton and transformers."""
     (rt_name, rt_version, rt_dir), (dnn_name, dnn_version), (nccl_name, nccl_version) = (
-        runtime,
-        cudnn,
-        nccl,
+        stack.runtime,
+        stack.cudnn,
+        stack.nccl,
     )
-    major, minor = cuda
+    major, minor = stack.cuda
     build_wheel(
         house,
         rt_name,
@@ -78,12 +99,7 @@ def _training_set(
             **TORCH_PACKAGE,
             "torch/version.py": torch_version_py(torch, f"{major}.{minor}", GIT),
         },
-        requires=[
-            f"{rt_name}=={rt_version}",
-            f"{dnn_name}=={dnn_version}",
-            f"{nccl_name}=={nccl_version}",
-            "triton==3.6.0",
-        ],
+        requires=[*stack.pins, "triton==3.6.0"],
     )
     build_wheel(house, "tokenizers", "0.22.1")
     build_wheel(house, "numpy", "2.3.0")
@@ -91,31 +107,13 @@ def _training_set(
 
 
 def known_good(house: Path) -> list[str]:
-    _training_set(
-        house,
-        cuda=(12, 8),
-        runtime=("nvidia-cuda-runtime-cu12", "12.8.90", "cuda_runtime"),
-        cudnn=("nvidia-cudnn-cu12", "9.10.2.21"),
-        nccl=("nvidia-nccl-cu12", "2.27.3"),
-        torch="2.11.0+cu128",
-        metadata="2.11.0+cu128",
-        transformers="5.6.0",
-    )
+    training_set(house, CU128, torch="2.11.0+cu128", metadata="2.11.0+cu128", transformers="5.6.0")
     return ["torch==2.11.0+cu128", "transformers==5.6.0"]
 
 
 def sglang_install(house: Path) -> list[str]:
     # PyPI's torch: METADATA says 2.11.0, only version.py knows it is the cu130 build.
-    _training_set(
-        house,
-        cuda=(13, 0),
-        runtime=("nvidia-cuda-runtime", "13.0.96", "cu13"),
-        cudnn=("nvidia-cudnn-cu13", "9.19.0.56"),
-        nccl=("nvidia-nccl-cu13", "2.28.9"),
-        torch="2.11.0+cu130",
-        metadata="2.11.0",
-        transformers="5.8.1",
-    )
+    training_set(house, CU130, torch="2.11.0+cu130", metadata="2.11.0", transformers="5.8.1")
     deps = [f"sgl-dep-{i:02d}" for i in range(N_SGLANG_DEPS)]
     for i, dep in enumerate(deps):
         # a few chains, so that only sglang is a root of the group
