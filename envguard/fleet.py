@@ -15,7 +15,8 @@ from pathlib import Path
 from envguard import drift, lockfile, snapshot
 from envguard.config import Config
 from envguard.errors import LockfileError
-from envguard.model import Record, Snapshot
+from envguard.model import Snapshot
+from envguard.record import Record
 
 COLUMNS = ("torch", "cuda", "cudnn", "nccl", "driver", "gpus", "head", "patch", "cache")
 # The cache fingerprint differs on every node that compiled on its own; it is shown, and a

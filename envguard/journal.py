@@ -21,7 +21,7 @@ from typing import Any
 from envguard._fs import read_regular
 from envguard.drift import Change
 from envguard.errors import JournalError, LockfileError
-from envguard.model import Record
+from envguard.record import Record
 from envguard.redact import redact_argv, redact_data
 
 SCHEMA = 2  # 2: a change's members are records (#22); schema 1's are still read

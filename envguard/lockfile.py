@@ -183,7 +183,7 @@ def compat_as_lists(cache: object) -> None:
 def _rehash_sections(code: dict[str, Any]) -> None:
     import base64
 
-    from envguard.model import section_facts, split_patch
+    from envguard.patch import section_facts, split_patch
 
     patch = code.get("patch", "")
     if not isinstance(patch, str):

@@ -1,148 +1,18 @@
-"""The snapshot's data model: frozen, keyword-only dataclasses that serialise themselves.
-
-``to_dict`` gives plain TOML/JSON-able data (``None`` fields are left out, since TOML has no
-null); ``from_dict`` rebuilds and validates it, and every error names the field's path, e.g.
-``packages[3].version: expected a string, got 12``.
+"""The snapshot's data model: the lockfile's records (:class:`envguard.record.Record`), in the
+order they appear in a lockfile, and the checks each field gets when a lock is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import types
-import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, Union
 
 from envguard import catalog
 from envguard.errors import LockfileError
-
-R = TypeVar("R", bound="Record")
-
-
-class Record:
-    """Mixin: dict round-trip for frozen dataclasses, driven by their type hints."""
-
-    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, has_default in _layout(type(self)):
-            value = _encode(getattr(self, name))
-            # TOML has no null, and an empty table or list with a default says nothing.
-            if value is None or (has_default and value in ([], {})):
-                continue
-            out[name] = value
-        return out
-
-    @classmethod
-    def from_dict(cls: type[R], data: Any, path: str = "") -> R:
-        return typing.cast(R, _decode(cls, data, path or cls.__name__))
-
-    def validate(self, path: str) -> None:
-        """Checks beyond types; subclasses override and raise LockfileError."""
-
-
-_LAYOUTS: dict[type, tuple[tuple[str, bool], ...]] = {}
-
-
-def _layout(cls: type) -> tuple[tuple[str, bool], ...]:
-    """Per class, once: each field's name and whether it has a default (a lockfile writes
-    hundreds of records of a handful of classes)."""
-    layout = _LAYOUTS.get(cls)
-    if layout is None:
-        layout = _LAYOUTS[cls] = tuple(
-            (
-                f.name,
-                f.default is not dataclasses.MISSING
-                or f.default_factory is not dataclasses.MISSING,
-            )
-            for f in dataclasses.fields(cls)
-        )
-    return layout
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, Record):
-        return value.to_dict()
-    if isinstance(value, tuple):
-        return [_encode(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    return value
-
-
-def _fail(path: str, expected: str, got: Any) -> LockfileError:
-    shown = repr(got) if len(repr(got)) <= 40 else type(got).__name__
-    return LockfileError(f"{path}: expected {expected}, got {shown}")
-
-
-_SCALARS: dict[type, str] = {str: "a string", bool: "true or false", int: "an integer"}
-
-
-def _decode(tp: Any, data: Any, path: str) -> Any:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return None if data is None else _decode(args[0], data, path)
-    if origin is tuple:
-        if not isinstance(data, list):
-            raise _fail(path, "a list", data)
-        (item,) = typing.get_args(tp)[:1]
-        return tuple(_decode(item, v, f"{path}[{i}]") for i, v in enumerate(data))
-    if origin is dict:
-        if not isinstance(data, dict):
-            raise _fail(path, "a table", data)
-        _, vt = typing.get_args(tp)
-        return {str(k): _decode(vt, v, f"{path}.{k}") for k, v in data.items()}
-    if isinstance(tp, type) and issubclass(tp, Record):
-        return _decode_record(tp, data, path)
-    if tp is float:
-        if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise _fail(path, "a number", data)
-        return float(data)
-    if tp in _SCALARS:
-        # bool is an int in Python; a lockfile saying `files = true` is still wrong.
-        if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
-            raise _fail(path, _SCALARS[tp], data)
-        return data
-    raise TypeError(f"model type {tp!r} at {path} is not supported")  # a bug, not bad input
-
-
-_SCHEMAS: dict[type, tuple[dict[str, Any], dict[str, bool]]] = {}
-
-
-def _schema(cls: type[Record]) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Per class, once: each field's type, and whether the field is required."""
-    if cls in _SCHEMAS:
-        return _SCHEMAS[cls]
-    hints = typing.get_type_hints(cls)  # each class's own module globals, MRO included
-    required = {
-        f.name: f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type,unused-ignore]
-    }
-    _SCHEMAS[cls] = (hints, required)
-    return hints, required
-
-
-def _decode_record(cls: type[Record], data: Any, path: str) -> Record:
-    if not isinstance(data, dict):
-        raise _fail(path, "a table", data)
-    hints, required = _schema(cls)
-    unknown = sorted(set(data) - set(required))
-    if unknown:
-        raise LockfileError(f"{path}.{unknown[0]}: unknown field")
-    kwargs: dict[str, Any] = {}
-    for name, needed in required.items():
-        if name in data:
-            kwargs[name] = _decode(hints[name], data[name], f"{path}.{name}")
-        elif needed:
-            raise LockfileError(f"{path}.{name}: missing")
-    record = cls(**kwargs)
-    record.validate(path)
-    return record
-
+from envguard.patch import section_path, split_patch
+from envguard.record import Record
 
 # ---------------------------------------------------------------------------------------------
 # The snapshot's parts, in the order they appear in a lockfile.
@@ -513,77 +383,6 @@ class CodeState(Record):
         if self.patch_encoding == "base64":
             return base64.b64decode(self.patch)
         return self.patch.encode("utf-8")
-
-
-def split_patch(patch: str) -> list[str]:
-    """A ``git diff`` cut into its per-file sections, each byte for byte as git wrote it
-    (its trailing newline included), so that a file's section never depends on its neighbours.
-
-    A section starts at a line beginning ``diff --git ``; no content line can (hunk lines start
-    with a space, ``+`` or ``-``; binary patches are base85, which has no space).
-    """
-    starts = [m.start() for m in _SECTION.finditer(patch)]
-    if not starts:
-        return [patch] if patch else []
-    if starts[0] != 0:
-        starts.insert(0, 0)
-    return [patch[a:b] for a, b in zip(starts, [*starts[1:], len(patch)], strict=True)]
-
-
-_SECTION = re.compile(r"^diff --git ", re.MULTILINE)
-_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)", re.MULTILINE)
-
-
-def section_path(section: bytes) -> str | None:
-    """The file a section of ``git diff --no-renames`` is about, from its header line
-    (``diff --git a/P b/P``: both sides are one path; git quotes unusual names)."""
-    line = section.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
-    rest = line.removeprefix("diff --git ")
-    if rest == line:
-        return None
-    if rest.startswith('"'):
-        return _unquote(rest)
-    n = (len(rest) - 5) // 2
-    return rest[2 : 2 + n] if rest[:2] == "a/" and rest[n + 2 : n + 5] == " b/" else None
-
-
-def _unquote(rest: str) -> str | None:
-    """git's C-style quoting of ``"a/path"``, the first of the two."""
-    import ast
-
-    end, i = None, 1
-    while i < len(rest):
-        if rest[i] == "\\":
-            i += 2
-            continue
-        if rest[i] == '"':
-            end = i
-            break
-        i += 1
-    if end is None:
-        return None
-    try:
-        raw = ast.literal_eval("b" + rest[: end + 1])
-    except (ValueError, SyntaxError):
-        return None
-    text = bytes(raw).decode("utf-8", "surrogateescape")
-    return text[2:] if text.startswith("a/") else None
-
-
-def section_facts(section: bytes) -> tuple[str, str, str]:
-    """(sha256 of the section, the file's blob id now, its blob id at HEAD) of one file's part
-    of a ``git diff --binary`` (which implies ``--full-index``). A blob id of zeros (a file
-    added or deleted) and a section without an index line (a mode change) give "".
-    """
-    import hashlib
-
-    m = _INDEX.search(section.decode("latin-1"))
-    base, blob = (m.group(1), m.group(2)) if m else ("", "")
-    return (
-        hashlib.sha256(section).hexdigest(),
-        "" if set(blob) <= {"0"} else blob,
-        "" if set(base) <= {"0"} else base,
-    )
 
 
 @dataclass(frozen=True, kw_only=True)

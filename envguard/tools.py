@@ -25,7 +25,7 @@ from typing import Any
 
 from envguard import _fs, drift, lockfile, snapshot, uv
 from envguard.errors import ToolError as ToolError  # tools.ToolError, as commands raise it
-from envguard.model import Record
+from envguard.record import Record
 
 MARKER = "envguard-tool.toml"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

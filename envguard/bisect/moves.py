@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import catalog, grouping
-from envguard.model import CodeState, Distribution, Record, Snapshot
+from envguard.model import CodeState, Distribution, Snapshot
+from envguard.record import Record
 from envguard.redact import REDACTED
 from envguard.versions import same
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from envguard.model import Record
+from envguard.record import Record
 
 SEVERITIES = ("critical", "warning", "info")  # most severe first
 ABSENT = "absent"  # the version of a package on the side it is not on

@@ -26,16 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from envguard import _git, catalog, redact
-from envguard.model import (
-    ChangedFile,
-    CodeState,
-    HeadMove,
-    MovedFile,
-    UntrackedFile,
-    section_facts,
-    section_path,
-    split_patch,
-)
+from envguard.model import ChangedFile, CodeState, HeadMove, MovedFile, UntrackedFile
+from envguard.patch import section_facts, section_path, split_patch
 from envguard.redact import REDACTED, redact_text, strip_url_credentials
 
 MAX_UNTRACKED = 500

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard.errors import NotRestored
-from envguard.model import Record
+from envguard.record import Record
 from envguard.restore import processes, transaction
 
 

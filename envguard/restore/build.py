@@ -15,7 +15,8 @@ from envguard import drift, protect
 from envguard import uv as uv_backend
 from envguard._run import run
 from envguard.errors import CommandError, InterpreterError, NotRestored
-from envguard.model import Record, Snapshot
+from envguard.model import Snapshot
+from envguard.record import Record
 from envguard.restore import transaction
 from envguard.restore.plan import Plan, indexes_for, requirements_text
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import snapshot
-from envguard.model import Record, Snapshot
+from envguard.model import Snapshot
+from envguard.record import Record
 from envguard.restore import cache_archive
 
 

@@ -408,5 +408,7 @@ def _way_back(repo: Any, origin: str, saved: str | None, own: set[str], moved: b
 
 
 def _tracked_at(repo: Any, commit: str, rel: str) -> bool:
-    listed = _git.output(repo, "ls-tree", "--name-only", commit, "--", f":(literal){rel}", check=False)
+    listed = _git.output(
+        repo, "ls-tree", "--name-only", commit, "--", f":(literal){rel}", check=False
+    )
     return bool(listed)

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from envguard import grouping
 from envguard import uv as uv_backend
 from envguard.errors import RestoreError
-from envguard.model import Distribution, PackageBuild, Record, Snapshot
+from envguard.model import Distribution, PackageBuild, Snapshot
 from envguard.probes.torch import PYTORCH_INDEX, labelled
+from envguard.record import Record
 from envguard.redact import strip_url_credentials
 from envguard.restore import wheelhouse
 from envguard.versions import same

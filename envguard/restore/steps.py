@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from envguard import uv
 from envguard.errors import EnvguardError, NotRestored, RestoreError
-from envguard.model import Record, Snapshot
+from envguard.model import Snapshot
+from envguard.record import Record
 from envguard.restore import build
 from envguard.restore import caches as cache_part
 from envguard.restore import code as code_part

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from envguard.bisect.moves import Move, shell
-from envguard.model import Record
+from envguard.record import Record
 from envguard.results import Result
 
 # why a search ended without culprits (exit 1), as people read it
