@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from envguard import grouping, requirements
+from envguard.drift.report import Member
 from envguard.model import Snapshot
 from envguard.versions import same
 
@@ -35,11 +36,11 @@ class JournalEntry(Protocol):
     @property
     def exit_code(self) -> int: ...
     @property
-    def added(self) -> tuple[str, ...]: ...  # "name version"
+    def added(self) -> tuple[Member, ...]: ...
     @property
-    def removed(self) -> tuple[str, ...]: ...
+    def removed(self) -> tuple[Member, ...]: ...
     @property
-    def changed(self) -> tuple[str, ...]: ...  # "name old → new"
+    def changed(self) -> tuple[Member, ...]: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,13 +154,8 @@ def _order(stamp: str, other: str) -> int:
 
 
 def _left(entry: JournalEntry) -> dict[str, str | None]:
-    left: dict[str, str | None] = {}
-    for line in entry.removed:
-        left[line.split(" ", 1)[0]] = None
-    for line in (*entry.added, *entry.changed):
-        name, _, rest = line.partition(" ")
-        left[name] = rest.rsplit(" → ", 1)[-1]
-    return left
+    return {m.name: None if m.removed else m.new
+            for m in (*entry.removed, *entry.added, *entry.changed)}  # fmt: skip
 
 
 def _same_state(left: str | None, have: str | None) -> bool:

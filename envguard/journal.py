@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from envguard._fs import read_regular
-from envguard.drift import Change
+from envguard.drift import Change, Member
+from envguard.drift.report import ABSENT
 from envguard.errors import JournalError, LockfileError
 from envguard.record import Record
 from envguard.redact import redact_argv, redact_data
 
-SCHEMA = 2  # 2: a change's members are records (#22); schema 1's are still read
+# 2: a change's members are records; 3: so are the packages added, removed and changed (#22).
+# Older schemas are still read.
+SCHEMA = 3
 SUFFIX = ".envguard-journal.jsonl"
 
 
@@ -38,14 +41,30 @@ class Entry(Record):
     started: str
     finished: str
     exit_code: int
-    added: tuple[str, ...] = ()  # "name version"
-    removed: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()  # "name old → new"
+    # the packages the command added (old: absent), removed (new: absent) and changed
+    added: tuple[Member, ...] = ()
+    removed: tuple[Member, ...] = ()
+    changed: tuple[Member, ...] = ()
     changes: tuple[Change, ...] = ()
 
     def touched(self) -> set[str]:
         """Names of the packages this command added, removed or changed."""
-        return {line.split(" ", 1)[0] for line in (*self.added, *self.removed, *self.changed)}
+        return {m.name for m in (*self.added, *self.removed, *self.changed)}
+
+    def validate(self, path: str) -> None:
+        # what attribution learns of a record is the version each list left: each list's
+        # packages are absent on its own side only
+        for key, members, sides, rule in (
+            ("added", self.added, (True, False), "old only"),
+            ("removed", self.removed, (False, True), "new only"),
+            ("changed", self.changed, (False, False), "neither old nor new"),
+        ):
+            for i, m in enumerate(members):
+                if (m.added, m.removed) != sides:
+                    raise LockfileError(
+                        f"{path}.{key}[{i}]: {m.old!r} → {m.new!r}: a package {key} is "
+                        f"{ABSENT!r} in {rule}"
+                    )
 
 
 def path_for(lock_path: Path) -> Path:
@@ -113,6 +132,8 @@ def read(path: Path) -> list[Entry]:
             )
         if isinstance(data, dict) and data.get("schema") == 1:
             data = _from_schema_1(data)
+        if isinstance(data, dict) and data.get("schema") in (1, 2):
+            data = _from_schema_2(data)
         try:
             entries.append(Entry.from_dict(data, path=f"{path.name}:{number}"))
         except LockfileError as exc:  # the record checks, worded for lockfiles too
@@ -144,3 +165,30 @@ def _member(line: object) -> object:
     sign, name, first, second, cause = m.groups()
     old, new = {"+": ("absent", first), "-": (first, "absent"), "~": (first, second or "")}[sign]
     return {"name": name, "old": old, "new": new, "cause": cause or ""}
+
+
+def _from_schema_2(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 or -2 entry's packages as schema 3 has them: they were lines, "name 1.0"
+    (added, removed) and "name 1.0 → 2.0" (changed), read into records here."""
+    out = dict(data)
+    for key, side in (("added", "new"), ("removed", "old"), ("changed", "")):
+        lines = data.get(key)
+        if isinstance(lines, list):
+            out[key] = [_package(line, side) for line in lines]
+    return out
+
+
+def _package(line: object, side: str) -> object:
+    """``name 1.0`` as a member on ``side`` ("new": added, "old": removed), or ``name 1.0 →
+    2.0`` as one that moved (``side`` ""); what is neither is left for the record check."""
+    if not isinstance(line, str):
+        return line
+    name, space, rest = line.partition(" ")
+    old, arrow, new = rest.partition(" → ")
+    if not (name and space and rest) or bool(arrow) != (not side):
+        return line
+    if side == "new":
+        return {"name": name, "old": ABSENT, "new": rest, "cause": ""}
+    if side == "old":
+        return {"name": name, "old": rest, "new": ABSENT, "cause": ""}
+    return {"name": name, "old": old, "new": new, "cause": ""}

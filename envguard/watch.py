@@ -12,6 +12,7 @@ from pathlib import Path
 
 from envguard import _run, drift, journal, preflight, snapshot
 from envguard import uv as uv_backend
+from envguard.drift.report import ABSENT, Member
 from envguard.errors import ArgumentError, InstallerError
 from envguard.model import Snapshot
 from envguard.versions import same
@@ -158,13 +159,15 @@ def _same(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def package_delta(before: Snapshot, after: Snapshot) -> dict[str, tuple[str, ...]]:
+def package_delta(before: Snapshot, after: Snapshot) -> dict[str, tuple[Member, ...]]:
     a, b = before.versions(), after.versions()
     return {
-        "added": tuple(f"{n} {b[n]}" for n in sorted(set(b) - set(a))),
-        "removed": tuple(f"{n} {a[n]}" for n in sorted(set(a) - set(b))),
+        "added": tuple(Member(name=n, old=ABSENT, new=b[n]) for n in sorted(set(b) - set(a))),
+        "removed": tuple(Member(name=n, old=a[n], new=ABSENT) for n in sorted(set(a) - set(b))),
         "changed": tuple(
-            f"{n} {a[n]} → {b[n]}" for n in sorted(set(a) & set(b)) if not same(a[n], b[n])
+            Member(name=n, old=a[n], new=b[n])
+            for n in sorted(set(a) & set(b))
+            if not same(a[n], b[n])
         ),
     }
 

@@ -55,8 +55,9 @@ def test_run_streams_journals_and_returns_the_exit_code(tmp_path: Path) -> None:
     entries = journal.read(journal.path_for(lock))
     assert len(entries) == 1
     e = entries[0]
-    assert e.exit_code == 0 and "needs-new-torch 1.0" in e.added
-    assert "torch 2.11.0+cu128 → 2.14.1+cu130" in e.changed
+    assert e.exit_code == 0
+    assert Member(name="needs-new-torch", old="absent", new="1.0") in e.added
+    assert Member(name="torch", old="2.11.0+cu128", new="2.14.1+cu130") in e.changed
 
     failing = envguard(
         "run", "--venv", str(venv), "--", "sh", "-c", "echo out; exit 3", cwd=tmp_path
@@ -122,6 +123,62 @@ def test_a_schema_1_journal_reads_its_members_as_records(tmp_path: Path) -> None
                cause="by `uv pip install torch`"),
         Member(name="six", old="1.16.0", new="absent"),
     )  # fmt: skip
+
+
+def _old_entry(schema: int, **packages: list[str]) -> dict[str, object]:
+    return {"schema": schema, "command": ["uv", "pip", "install", "sglang"], "user": "u",
+            "host": "h", "cwd": "/", "started": "2026-11-30T21:54:26Z",
+            "finished": "2026-11-30T21:54:30Z", "exit_code": 0, **packages}  # fmt: skip
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_an_old_journal_reads_its_packages_as_records(tmp_path: Path, schema: int) -> None:
+    """Schemas 1 and 2 wrote the packages a command added, removed and changed as lines
+    ("name 1.0", "name 1.0 → 2.0") that attribution split back; schema 3 reads them as the
+    records it writes (#22), and a cause found from them is the one found before."""
+    from envguard import attribution
+    from tests.factories import base, dist
+
+    old = _old_entry(schema, added=["sglang 0.5.23"], removed=["six 1.16.0"],
+                     changed=["rich 14.0.0 → 15.0.0"])  # fmt: skip
+    path = tmp_path / "train.envguard-journal.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    (read,) = journal.read(path)
+    assert read.added == (Member(name="sglang", old="absent", new="0.5.23"),)
+    assert read.removed == (Member(name="six", old="1.16.0", new="absent"),)
+    assert read.changed == (Member(name="rich", old="14.0.0", new="15.0.0"),)
+    assert read.touched() == {"sglang", "six", "rich"}
+
+    before = base(
+        taken_at="2026-11-30T21:00:00Z", packages=(dist("rich", "14.0.0"), dist("six", "1.16.0"))
+    )
+    after = base(taken_at="2026-11-30T22:00:00Z",
+                 packages=(dist("rich", "15.0.0"), dist("sglang", "0.5.23")))  # fmt: skip
+    (install,) = attribution.installs_since(before, [read])
+    assert install.left == {"sglang": "0.5.23", "six": None, "rich": "15.0.0"}
+    causes = attribution.causes(before, after, [read])
+    assert causes["rich"].short() == "by `uv pip install sglang` (journal #1)"
+    assert set(causes) == {"sglang", "six", "rich"}
+
+
+def test_a_journal_s_packages_are_checked_where_read(tmp_path: Path) -> None:
+    """Schema 3's packages are records, and each list's are absent on its own side only:
+    a removal recorded as added would tell attribution a version the command never left."""
+    path = tmp_path / "train.envguard-journal.jsonl"
+    path.write_text(json.dumps(_old_entry(3, added=["sglang 0.5.23"])) + "\n")
+    with pytest.raises(JournalError, match=r":1\.added\[0\]: expected a table"):
+        journal.read(path)
+    wrong = {"name": "six", "old": "1.16.0", "new": "absent", "cause": ""}
+    path.write_text(json.dumps(_old_entry(3, added=[wrong])) + "\n")
+    with pytest.raises(JournalError, match=r":1\.added\[0\]: '1\.16\.0' → 'absent'"):
+        journal.read(path)
+    # an old line that is no "name version" is not guessed at: the record check names it
+    path.write_text(json.dumps(_old_entry(2, changed=["torch 2.11.0"])) + "\n")
+    with pytest.raises(JournalError, match=r":1\.changed\[0\]: expected a table"):
+        journal.read(path)
+    path.write_text(json.dumps(_old_entry(4)) + "\n")
+    with pytest.raises(JournalError, match="journal schema 4 is newer"):
+        journal.read(path)
 
 
 def test_nothing_to_run(tmp_path: Path) -> None:
