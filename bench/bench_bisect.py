@@ -38,6 +38,7 @@ from bench.bench_restore import wheelhouse  # noqa: E402
 from bench.build_venv import DEFAULT_FIXTURES  # noqa: E402
 from envguard.demo import incident  # noqa: E402
 from envguard.demo.cache import make  # noqa: E402
+from envguard.demo.repo import committed  # noqa: E402
 from envguard.demo.wheels import build_wheel  # noqa: E402
 
 ENVGUARD = [sys.executable, "-c", "from envguard.__main__ import main; main()"]
@@ -75,13 +76,9 @@ def environ(work: Path) -> dict[str, str]:
 
 def project(work: Path, env: dict[str, str]) -> Path:
     """A repository with its venv and bench.py, ready for a lock."""
-    root = work / "train"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "bench.py").write_text(BENCH)
-    (root / "model.py").write_text("def forward(x):\n    return x\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "known good")
+    root = committed(
+        work / "train", {"bench.py": BENCH, "model.py": "def forward(x):\n    return x\n"}, env
+    )
     subprocess.run([uv(), "venv", "-q", "--python", sys.executable, str(root / ".venv")],
                    check=True, env=env)  # fmt: skip
     return root

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from envguard.demo.cache import make
+from envguard.demo.repo import committed
 from envguard.demo.wheels import build_wheel
 from tests.conftest import git, make_venv, uv_bin, uv_install
 from tests.project import invoke
@@ -87,13 +88,7 @@ def incident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Incident]:
                 requires=["fastmath==1.0"])  # fmt: skip
     build_wheel(house, "fastmath", "1.0")
     build_wheel(house, "helper", "1.0")
-    root = base / "train"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "bench.py").write_text(BENCH)
-    (root / "model.py").write_text("SLOW = False\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "known good")
+    root = committed(base / "train", {"bench.py": BENCH, "model.py": "SLOW = False\n"})
     venv = make_venv(root / ".venv")
     uv_install(venv, house, "speedlib==1.0")
     cache = make(base / "inductor")

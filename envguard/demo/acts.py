@@ -22,7 +22,7 @@ from pathlib import Path
 
 from envguard import _term
 from envguard._run import run as run_command
-from envguard.demo import incident
+from envguard.demo import incident, repo
 from envguard.demo.cache import BuiltBy, make
 from envguard.errors import ArgumentError, EnvguardError
 from envguard.uv import find_uv
@@ -117,14 +117,9 @@ class _Demo:
 
     def _build(self) -> None:
         reqs = incident.known_good(self.before)
-        self.project.mkdir(parents=True, exist_ok=True)
-        (self.project / "train.py").write_text(
-            "import model\n\nfor step in range(1000):\n    model.forward(step)\n"
-        )
-        (self.project / "model.py").write_text("def forward(x):\n    return x\n")
-        self._git("init", "-q", "-b", "main")
-        self._git("add", ".")
-        self._git("commit", "-q", "-m", "known good")
+        train = "import model\n\nfor step in range(1000):\n    model.forward(step)\n"
+        model = "def forward(x):\n    return x\n"
+        repo.committed(self.project, {"train.py": train, "model.py": model}, env=self.env)
         self._run([find_uv(), "venv", "--quiet", "--python", sys.executable, str(self.venv)])
         incident.install(self.venv, self.before, *reqs, env=self.env)
         make(self.work / "inductor", BuiltBy())
