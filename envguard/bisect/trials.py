@@ -359,8 +359,10 @@ class Trials:
         # kernels inside its own cache, and Triton alone uses TRITON_HOME's
         side = self._side("triton", applied)
         theirs, theirs_inductor = side.get("TRITON_CACHE_DIR"), side.get("TORCHINDUCTOR_CACHE_DIR")
-        if theirs and theirs_inductor and _inside(Path(theirs), Path(theirs_inductor)):
-            out["TRITON_CACHE_DIR"] = str(inductor / Path(theirs).relative_to(theirs_inductor))
+        triton = Path(theirs).absolute() if theirs else None
+        holder = Path(theirs_inductor).absolute() if theirs_inductor else None
+        if triton and holder and triton.is_relative_to(holder):  # inside their Inductor cache
+            out["TRITON_CACHE_DIR"] = str(inductor / triton.relative_to(holder))
         elif theirs:
             out["TRITON_CACHE_DIR"] = str(place / "triton")
         else:
@@ -438,14 +440,6 @@ def _set(env: dict[str, str], name: str, value: str | None) -> None:
         env.pop(name, None)
     else:
         env[name] = value
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.absolute().relative_to(root.absolute())
-    except ValueError:
-        return False
-    return True
 
 
 def _rebased(value: str, root: Path, tree: Path) -> str:

@@ -55,18 +55,10 @@ def default_paths(environ: Mapping[str, str]) -> dict[str, Path]:
     triton = environ.get("TRITON_CACHE_DIR", "").strip()
     # torch.compile points TRITON_CACHE_DIR into its own cache (<inductor>/triton/0) in its
     # own process: those kernels are part of the Inductor cache, and Triton's is the usual one
-    if not triton or _inside(Path(triton), Path(inductor)):
+    if not triton or Path(triton).absolute().is_relative_to(Path(inductor).absolute()):
         home = environ.get("TRITON_HOME") or str(Path.home())
         triton = str(Path(home) / ".triton" / "cache")
     return {"inductor": Path(inductor), "triton": Path(triton)}
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.absolute().relative_to(root.absolute())
-    except ValueError:
-        return False
-    return True
 
 
 def _user(environ: Mapping[str, str]) -> str:
