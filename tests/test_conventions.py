@@ -480,7 +480,7 @@ def test_every_list_of_areas_is_the_registrys() -> None:
     assert sorted(words.get(w.lower(), w.lower()) for w in hook) == sorted(
         set(drift.AREAS) - {"code", "host"}
     )
-    examples = set(moves.KINDS)
+    examples = set(moves.KINDS)  # a bisect move is named by its area, as diff names it
     for page in [ROOT / "README.md", *(p for p in (ROOT / "docs").rglob("*") if p.is_file())]:
         text = page.read_text(encoding="utf-8")
         for found in re.finditer(r'--(?:only|ignore)[ ,"]+([a-z,]+)', text):
