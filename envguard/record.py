@@ -27,7 +27,7 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, has_default in _layout(type(self)):
-            value = _encode(getattr(self, name))
+            value = encode(getattr(self, name))
             # TOML has no null, and an empty table or list with a default says nothing.
             if value is None or (has_default and value in ([], {})):
                 continue
@@ -61,13 +61,13 @@ def _layout(cls: type) -> tuple[tuple[str, bool], ...]:
     return layout
 
 
-def _encode(value: Any) -> Any:
+def encode(value: Any) -> Any:
     if isinstance(value, Record):
         return value.to_dict()
     if isinstance(value, tuple):
-        return [_encode(v) for v in value]
+        return [encode(v) for v in value]
     if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
+        return {k: encode(v) for k, v in value.items()}
     return value
 
 

@@ -7,14 +7,17 @@ not on a user's screen.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
+import types
 import typing
 
 import pytest
 
 import envguard.results
 from envguard.output.human import Human
+from envguard.record import Record
 from envguard.results import Result
 
 
@@ -46,10 +49,36 @@ def test_every_result_kind_has_a_human_screen(cls: type[Result]) -> None:
     assert cls.kind in Human().renderers(), f"{cls.__name__}: no screen in Human.renderers"
 
 
+def _jsonable(tp: object) -> bool:
+    """A type whose values the result's default ``to_dict`` puts into JSON as they are."""
+    if tp in (str, int, float, bool, type(None)):
+        return True
+    if isinstance(tp, type) and issubclass(tp, Record):
+        return True
+    args = typing.get_args(tp)
+    return typing.get_origin(tp) in (tuple, types.UnionType, typing.Union) and all(
+        a is Ellipsis or _jsonable(a) for a in args
+    )
+
+
 @pytest.mark.parametrize("cls", RESULTS, ids=lambda cls: cls.kind)
 def test_every_result_kind_has_a_json_document(cls: type[Result]) -> None:
-    """--json renders a result by its own ``to_dict``: the base's raises."""
-    assert cls.to_dict is not Result.to_dict, f"{cls.__name__}: no to_dict for --json"
+    """--json renders a result by its own ``to_dict``, or by the base's when the document
+    is the result's fields: then each field must be data JSON holds as it is."""
+    if cls.to_dict is not Result.to_dict:
+        return
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        assert _jsonable(hints[f.name]), f"{cls.__name__}.{f.name}: not JSON as it is"
+
+
+def test_a_results_default_document_is_its_fields() -> None:
+    from envguard.results.export import ExportDone
+    from envguard.results.protect import UnprotectDone
+
+    done = ExportDone(output="pylock.toml", format="pylock", packages=3)
+    assert done.to_dict() == {"output": "pylock.toml", "format": "pylock", "packages": 3}
+    assert UnprotectDone(venv="/v", lifted=False).to_dict() == {"venv": "/v", "lifted": False}
 
 
 def test_no_screen_is_left_without_a_result_kind() -> None:

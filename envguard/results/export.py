@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from envguard.results import Result
 
@@ -14,6 +14,3 @@ class ExportDone(Result):
     output: str
     format: str
     packages: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"output": self.output, "format": self.format, "packages": self.packages}

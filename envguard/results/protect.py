@@ -26,6 +26,3 @@ class UnprotectDone(Result):
     kind: ClassVar[str] = "unprotect"
     venv: str
     lifted: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"venv": self.venv, "lifted": self.lifted}
