@@ -238,7 +238,7 @@ def test_tool_run_pip_installs_into_the_tool_or_refuses(
 
 
 def test_break_system_packages_is_harmless_inside_a_venv(project: Project) -> None:
-    from envguard.watch import in_target
+    from envguard.install_target import in_target
 
     argv = in_target(["uv", "pip", "install", "--break-system-packages", "x"], project.venv)
     assert "--break-system-packages" in argv and str(project.venv.absolute()) in " ".join(argv)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from envguard import attribution, journal, protect, targets, watch
+from envguard import attribution, journal, protect, recording, targets
 from envguard.config import Config
 from envguard.results.journal import LogDone, RunDone
 
@@ -13,16 +13,16 @@ from envguard.results.journal import LogDone, RunDone
 def run(cfg: Config, command: Sequence[str], *, venv: Path | None = None) -> RunDone:
     target = targets.venv(venv, cfg)
     lock_path, locked = targets.lock_of_venv(target, cfg)
-    watched = watch.run(
+    recorded = recording.record(
         target,
         command,
         journal.path_for(lock_path),
         extra_env=protect.constraint_env(target),
         lock=locked,
     )
-    critical = any(c.severity == "critical" for c in watched.report.changes)
+    critical = any(c.severity == "critical" for c in recorded.report.changes)
     hint = attribution.tool_hint(command, done=True) if critical else ""
-    return RunDone(watched=watched, hint=hint)
+    return RunDone(recorded=recorded, hint=hint)
 
 
 def log(cfg: Config, *, venv: Path | None = None) -> LogDone:

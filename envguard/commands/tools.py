@@ -7,8 +7,8 @@ from pathlib import Path
 
 from envguard import _run, targets, tools, uv
 from envguard.config import Config
+from envguard.install_target import in_target, in_venv
 from envguard.results.tools import ToolAdded, ToolRemoved, ToolsListed
-from envguard.watch import in_target, in_venv
 
 
 def train_venv(cfg: Config, venv: Path | None) -> Path:

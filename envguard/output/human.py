@@ -200,16 +200,16 @@ class Human:
             yield from wrap(f"{what}: {command}", self.p.width, 2, first="")
 
     def _run(self, r: RunDone) -> Iterator[str]:
-        e = r.watched.entry
+        e = r.recorded.entry
         lines = wrap(
             f"envguard: `{_short(e.command)}` exited {e.exit_code}; "
             f"{len(e.added)} added, {len(e.changed)} changed, {len(e.removed)} removed "
-            f"(journal: {_p(r.watched.journal_path)})", self.p.width, 2, first="",
+            f"(journal: {_p(r.recorded.journal_path)})", self.p.width, 2, first="",
         )  # fmt: skip
         yield self.p.paint("envguard", "bold") + lines[0][len("envguard") :]
         yield from lines[1:]
         if self.verbosity >= 0:
-            yield from self.changes(r.watched.report.changes)
+            yield from self.changes(r.recorded.report.changes)
             yield from self._hint(
                 r.hint, "to move it out of the training venv (this venv becomes the tool, the "
                 "training venv is rebuilt from the lock)",

@@ -9,7 +9,7 @@ from envguard.results import Result
 
 if TYPE_CHECKING:
     from envguard.journal import Entry
-    from envguard.watch import Watched
+    from envguard.recording import Recorded
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,16 +25,16 @@ class LogDone(Result):
 @dataclass(frozen=True, kw_only=True)
 class RunDone(Result):
     kind: ClassVar[str] = "run"
-    watched: Watched
+    recorded: Recorded
     hint: str = ""  # when it changed the training set critically: how to split it out
 
     @property
     def exit_code(self) -> int:
-        return self.watched.exit_code
+        return self.recorded.exit_code
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "journal": str(self.watched.journal_path),
+            "journal": str(self.recorded.journal_path),
             "hint": self.hint,
-            **self.watched.entry.to_dict(),
+            **self.recorded.entry.to_dict(),
         }
