@@ -37,7 +37,9 @@ def pylock(lock: Snapshot, overrides: Overrides, *, resolve: bool) -> bytes:
     lock = _shippable(lock, overrides.find_links)
     the_plan = plan(lock, Path(lock.venv.path), None, overrides)
     if the_plan.skipped:
-        raise ExportError(f"cannot export: {'; '.join(the_plan.skipped)}")
+        from envguard.output.human import skipped_line
+
+        raise ExportError(f"cannot export: {'; '.join(map(skipped_line, the_plan.skipped))}")
     indexes = indexes_for(lock, the_plan.overrides)
     with tempfile.TemporaryDirectory(prefix="envguard-export-") as tmp:
         reqs = Path(tmp) / "requirements.in"

@@ -15,7 +15,7 @@ import pytest
 
 from envguard import drift, lockfile, snapshot
 from envguard.demo.incident import known_good, swap_in_sglang
-from envguard.restore.plan import Overrides, plan
+from envguard.restore.plan import Overrides, Skipped, plan
 from tests.conftest import make_venv, siblings, uv_bin, uv_install
 from tests.test_cli import cli
 
@@ -240,8 +240,11 @@ def test_plan_is_pure_and_reports_direct_urls(tmp_path: Path, good) -> None:
     odd = dataclasses.replace(snap, packages=(gone, vcs, *snap.packages[2:]))
     the_plan = plan(odd, tmp_path / "v", None, Overrides())
     assert the_plan.skipped == (
-        f"{gone.name} {gone.version}: installed from file:///nonexistent/pkg,"
-        " which no longer exists",
+        Skipped(
+            name=gone.name,
+            version=gone.version,
+            reason="installed from file:///nonexistent/pkg, which no longer exists",
+        ),
     )
     assert the_plan.pins[0].requirement == f"{vcs.name} @ git+https://example.com/x.git@abc"
     assert the_plan == plan(odd, tmp_path / "v", None, Overrides())
@@ -334,4 +337,48 @@ def test_a_plans_changes_are_records(tmp_path: Path) -> None:
     assert the_plan.changes == (VersionChange(name="transformers", old="5.8.1", new="5.6.0"),)
     assert the_plan.to_dict()["changes"] == [
         {"name": "transformers", "old": "5.8.1", "new": "5.6.0"}
+    ]
+
+
+def test_what_a_plan_cannot_pin_and_removes_are_records(tmp_path: Path) -> None:
+    """A reason is the reason, ': ' and all, worded as before by the line the screen and the
+    refusals share; verify leaves the package out by its name, not by the words' first one;
+    what goes away is each package's record, its venv version and absent from the lock
+    (#22)."""
+    import dataclasses
+
+    from envguard.drift import Member
+    from envguard.output.human import Human, skipped_line
+    from envguard.restore import build
+    from tests.factories import base, dist
+
+    odd = dataclasses.replace(dist("odd-pkg", "1.0"), problem="METADATA: no Version: field")
+    lock = base(packages=(*base().packages, odd))
+    venv = base(packages=(*base().packages, dist("rich", "15.0.0"), dist("six", "1.17.0")))
+    the_plan = plan(lock, tmp_path / "venv", venv, Overrides())
+    (skipped,) = the_plan.skipped
+    assert skipped == Skipped(
+        name="odd-pkg", version="1.0", reason="recorded incompletely (METADATA: no Version: field)"
+    )
+    said = "odd-pkg 1.0: recorded incompletely (METADATA: no Version: field)"
+    assert skipped_line(skipped) == said
+    assert the_plan.to_dict()["skipped"] == [
+        {"name": "odd-pkg", "version": "1.0",
+         "reason": "recorded incompletely (METADATA: no Version: field)"}
+    ]  # fmt: skip
+    screen = "\n".join(Human(width=200)._plan(the_plan, full=False, unchanged=False))
+    assert f"cannot pin {said}" in screen.splitlines()
+    # verify: the skipped package's row is no mismatch, whatever its version there
+    row = drift.Change(severity="warning", area="packages", subject="odd-pkg", old="1.0",
+                       new="absent", why="w")  # fmt: skip
+    assert build._skipped(row, the_plan)
+    assert not build._skipped(dataclasses.replace(row, subject="odd-pkg 1.0"), the_plan)
+
+    members = [m for r in the_plan.removals for m in r.members]
+    assert sorted(members, key=lambda m: m.name) == [
+        Member(name="rich", old="15.0.0", new="absent"),
+        Member(name="six", old="1.17.0", new="absent"),
+    ]
+    assert {"name": "rich", "old": "15.0.0", "new": "absent", "cause": ""} in [
+        m for r in the_plan.to_dict()["removals"] for m in r["members"]
     ]

@@ -274,7 +274,9 @@ class Trials:
         lock = trial_packages(good, self.sides.bad, applied)
         planned = plan_for(lock, where, None, self.overrides)
         if planned.skipped:
-            raise Unbuildable(f"cannot pin {'; '.join(planned.skipped[:3])}")
+            from envguard.output.human import skipped_line
+
+            raise Unbuildable(f"cannot pin {'; '.join(map(skipped_line, planned.skipped[:3]))}")
         planned = dataclasses.replace(planned, pins=tuple(_exact(p) for p in planned.pins))
         reqs = where.with_name("requirements.txt")
         reqs.write_text(requirements_text(planned), encoding="utf-8")

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.restore.build import Outcome
     from envguard.restore.caches import CacheStep
     from envguard.restore.code import CodeStep, WorkMoved
-    from envguard.restore.plan import Plan
+    from envguard.restore.plan import Plan, Skipped
     from envguard.restore.steps import PartFailed, Step
     from envguard.results import Failed, Result
     from envguard.results.backups import BackupsDone
@@ -465,8 +465,9 @@ class Human:
         for removal in plan.removals:
             yield from wrap(removal.summary, self.p.width, INDENT,
                             first=self.p.paint("goes away", "red") + " ")  # fmt: skip
-        for line in plan.skipped:
-            yield from wrap(line, self.p.width, INDENT, first=self.p.paint("cannot pin", "yellow"))
+        for s in plan.skipped:
+            yield from wrap(skipped_line(s), self.p.width, INDENT,
+                            first=self.p.paint("cannot pin", "yellow") + " ")  # fmt: skip
         if plan.system_site_packages:
             yield "the venv sees the base interpreter's packages (--system-site-packages)"
         if plan.split:
@@ -728,6 +729,12 @@ def change_line(c: Change | NodeChange) -> str:
     stack)."""
     values = " → ".join(v for v in (c.old, c.new) if v) or c.why
     return f"{c.severity} {c.subject}: {values}"
+
+
+def skipped_line(s: Skipped) -> str:
+    """A lock entry a restore cannot pin, on the plan's screen and in the errors that refuse
+    it: ``name 1.0: why``."""
+    return f"{s.name} {s.version}: {s.reason}"
 
 
 def _member(m: Member) -> str:

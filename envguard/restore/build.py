@@ -157,7 +157,7 @@ def _carry_settings(old: Path, new: Path) -> str:
 
 def _skipped(change: drift.Change, the_plan: Plan) -> bool:
     """Packages the plan could not pin are reported there, not as a verify failure."""
-    names = {s.split(" ", 1)[0] for s in the_plan.skipped}
+    names = {s.name for s in the_plan.skipped}
     return change.subject in names or (
         bool(change.members) and all(m.name in names for m in change.members)
     )

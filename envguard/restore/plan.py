@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from envguard import grouping
 from envguard import uv as uv_backend
+from envguard.drift.report import ABSENT, Member
 from envguard.errors import RestoreError
 from envguard.model import Distribution, PackageBuild, Snapshot
 from envguard.probes.torch import PYTORCH_INDEX, labelled
@@ -34,7 +35,17 @@ class Pin(Record):
 @dataclass(frozen=True, kw_only=True)
 class Removal(Record):
     summary: str  # "sglang 0.5.23 and 46 packages installed with it"
-    members: tuple[str, ...] = ()
+    # each package that goes: its version in the venv (old), absent from the lock (new)
+    members: tuple[Member, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skipped(Record):
+    """A lock entry the plan cannot pin, and why: the screen's words are output's."""
+
+    name: str
+    version: str
+    reason: str  # "installed from file:///x.whl, which no longer exists"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +90,7 @@ class Plan(Record):
     found_by: str = ""
     sources: str = ""  # why uv is pointed there, when envguard decided it (offline wheelhouse)
     overrides: Overrides = field(default_factory=lambda: Overrides())  # what uv is given
-    skipped: tuple[str, ...] = ()  # lock entries that cannot be pinned, with the reason
+    skipped: tuple[Skipped, ...] = ()  # lock entries that cannot be pinned, with the reason
     removals: tuple[Removal, ...] = ()  # what the current venv has that the lock does not
     changes: tuple[VersionChange, ...] = ()  # what the lock holds at another version
     replaces_existing: bool = False
@@ -144,17 +155,18 @@ def plan(
     )
 
 
-def _pins(lock: Snapshot, overrides: Overrides) -> tuple[list[Pin], list[str]]:
+def _pins(lock: Snapshot, overrides: Overrides) -> tuple[list[Pin], list[Skipped]]:
     """Every locked package as a requirement line, or why it cannot be one."""
     builds = {b.name: b for b in (lock.torch, *lock.torch_family) if b}
     indexes = indexes_for(lock, overrides)
-    pins, skipped = [], []
+    pins: list[Pin] = []
+    skipped: list[Skipped] = []
     for dist in lock.packages:
         pin, reason = _pin(dist, builds.get(dist.name), indexes, overrides)
         if pin:
             pins.append(pin)
         else:
-            skipped.append(f"{dist.name} {dist.version}: {reason}")
+            skipped.append(Skipped(name=dist.name, version=dist.version, reason=reason))
     return pins, skipped
 
 
@@ -231,7 +243,7 @@ def _removals(
                 installed_at=group.installed_at,
                 edges=tuple(e for e in group.edges if e[0] not in locked and e[1] not in locked),
             )
-            members = tuple(f"{d.name} {d.version}" for d in extra)
+            members = tuple(Member(name=d.name, old=d.version, new=ABSENT) for d in extra)
             out.append(Removal(summary=_removal(gone), members=members))
     return tuple(out)
 

@@ -107,10 +107,12 @@ def prepare(req: Request) -> tuple[Plan | None, bool]:
     if req.split:
         the_plan = replace(the_plan, split=req.split, split_to=split_to)
     if the_plan.skipped and not (req.allow_missing or req.dry_run):
+        from envguard.output.human import skipped_line
+
         raise NotRestored(
             f"{len(the_plan.skipped)} of the lock's packages cannot be pinned "
-            f"({'; '.join(the_plan.skipped[:3])}): nothing was changed; --allow-missing "
-            "builds the venv without them"
+            f"({'; '.join(map(skipped_line, the_plan.skipped[:3]))}): nothing was changed; "
+            "--allow-missing builds the venv without them"
         )
     unchanged = not req.rebuild and build.matches(req.lock, current, the_plan)
     if req.split and (unchanged or not the_plan.replaces_existing):
