@@ -47,6 +47,12 @@ hold = os.environ.get("BENCH_HOLD")
 if hold and facts["speedlib"] and not facts["patch"] and not facts["env"]:
     pathlib.Path(hold).touch()  # mid-search: the test interrupts bisect now
     time.sleep(60)
+for entry in pathlib.Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).glob("fxgraph/*/*/*"):
+    for line in entry.read_bytes().decode("latin-1").splitlines():  # as torch on a cache hit:
+        if line.startswith("# kernel: "):  # the kernel's autotuning result, beside its file
+            best = pathlib.Path(line[len("# kernel: "):]).with_suffix(".best_config")
+            best.parent.mkdir(parents=True, exist_ok=True)
+            best.write_text('{"XBLOCK": 512, "num_warps": 8}')
 slow = all(facts.get(f) for f in os.environ.get("BENCH_SLOW_WHEN", "speedlib").split("+"))
 log = os.environ.get("BENCH_LOG")
 if log:  # one line a run, of what it had
@@ -92,6 +98,10 @@ def incident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Incident]:
     venv = make_venv(root / ".venv")
     uv_install(venv, house, "speedlib==1.0")
     cache = make(base / "inductor")
+    # as in Inductor's compiled code, an entry names its kernel's file by absolute path: torch
+    # writes the kernel's autotuning result beside it, wherever the cache has been copied to
+    entry = next(cache.glob("fxgraph/*/*/*"))
+    entry.write_bytes(entry.read_bytes() + f"\n# kernel: {cache / 'k1' / 'ck1.py'}\n".encode())
     env: dict[str, str | None] = {
         "VIRTUAL_ENV": str(venv), "TORCHINDUCTOR_CACHE_DIR": str(cache),
         "TRITON_CACHE_DIR": str(base / "triton"), "ENVGUARD_CACHE_DIR": str(base / "eg-cache"),
@@ -218,7 +228,8 @@ def test_the_screen_at_80_columns_and_nothing_of_the_users_touched(here: Inciden
     assert table[5].split()[1:5] == ["speedlib", "(+1)", "4.3", "bad"]
     assert "culprit   speedlib 1.0 → 2.0: 21.5 → 4.3 Ktok/s" in lines
     assert "          put it back: `uv pip install --python .venv speedlib==1.0` &&" in lines
-    assert _users(here) == before
+    assert _users(here) == before  # the cache stays gone, though the warm trials wrote there
+    assert f"your cache {here.cache} were removed" in " ".join(out.split())
     assert _work(here) == []
 
 
@@ -321,3 +332,37 @@ def test_interrupted_mid_search_leaves_nothing_behind(
     assert err.strip().splitlines() == ["error: interrupted"]
     assert _work(here) == []
     assert _users(here) == before
+
+
+def test_a_cache_folder_of_the_users_is_swept_back_to_what_it_held(tmp_path: Path) -> None:
+    """What a trial's command adds to a cache folder of the user's goes, folders it made
+    too; a file it changed cannot be put back, and is said; a folder that was not there
+    stays not there; nothing else is touched."""
+    from envguard.bisect.trials import Untouched
+
+    kept, gone = tmp_path / "inductor", tmp_path / "deleted"
+    (kept / "ab").mkdir(parents=True)
+    (kept / "ab" / "entry").write_text("the user's")
+    (kept / "ab" / "old.best_config").write_text("{}")
+    guard = Untouched([kept, gone, tmp_path / "inductor" / ".." / "inductor"])
+    (kept / "ab" / "new.best_config").write_text("{}")
+    (kept / "cd" / "ef").mkdir(parents=True)
+    (kept / "cd" / "ef" / "k.best_config").write_text("{}")
+    (kept / "ab" / "old.best_config").write_text('{"XBLOCK": 1024}')
+    (gone / "xy").mkdir(parents=True)
+    (gone / "xy" / "k.best_config").write_text("{}")
+    guard.sweep()
+    assert sorted(str(p.relative_to(kept)) for p in kept.rglob("*")) == [
+        "ab", "ab/entry", "ab/old.best_config",
+    ]  # fmt: skip
+    assert not gone.exists()
+    assert (kept / "ab" / "entry").read_text() == "the user's"
+    (gone / "again").mkdir(parents=True)  # a second run writes again: removed, counted
+    (gone / "again" / "k.best_config").write_text("{}")
+    guard.sweep()
+    assert not gone.exists()
+    said = sorted(" ".join(n.split()) for n in guard.notes())
+    assert len(said) == 2, said  # one a folder: inductor/../inductor is inductor
+    assert said[0].startswith(f"2 file(s) the trials' command wrote into your cache {gone} were")
+    assert said[1].startswith(f"2 file(s) the trials' command wrote into your cache {kept} were")
+    assert f"1 file(s) it changed in your cache {kept} could not be put back" in said[1]

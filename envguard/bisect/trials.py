@@ -31,6 +31,7 @@ import queue
 import re
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -238,6 +239,9 @@ class Trials:
         if why and not self.overrides.no_index:  # some pins must come from uv's cache
             self.notes.append(why)
         self.code = _Code(sides, self.moves, self.notes) if _has_code(sides) else None
+        self.untouched = Untouched(
+            Path(c.path) for snap in (sides.good, sides.bad) for c in snap.caches
+        )
 
     def __call__(self, applied: frozenset[Move]) -> Measured:
         index = len(self.timings) + 1
@@ -321,6 +325,7 @@ class Trials:
             return metric.Run(value=None, why=str(exc))
         finally:
             self._ran += time.monotonic() - started
+            self.untouched.sweep()
         (place / "output.txt").write_text(f"{done.stdout}\n--- stderr\n{done.stderr}")
         return metric.read(self.settings.metric, done.returncode, done.stdout, done.stderr)
 
@@ -394,6 +399,84 @@ class Trials:
             return self.warm.get(kind)
         live = next((c for c in self.sides.bad.caches if c.kind == kind and c.exists), None)
         return Path(live.path) if live is not None else None
+
+
+class Untouched:
+    """The user's cache folders, kept as they were before the first trial.
+
+    A warm cache copied for a trial still names the folder it was built in: Inductor's
+    compiled code records its kernels' paths, and torch writes each kernel's autotuning result
+    (``.best_config``) beside that path, so a trial's torch writes into the user's cache,
+    recreating it where it was deleted (seen on the H200: 17 files in the GOOD trial). After
+    every run, what was not there before is removed, the folders made for it too; a file
+    that was there and changed is said, since nothing can put it back.
+    """
+
+    def __init__(self, folders: Iterable[Path]) -> None:
+        roots = {Path(os.path.normpath(f.absolute())) for f in folders}
+        self.before = {root: _listing(root) for root in sorted(roots)}
+        self.removed = dict.fromkeys(self.before, 0)  # files removed, all runs together
+        self.changed = dict.fromkeys(self.before, 0)  # files changed (the most in one run)
+
+    def sweep(self) -> None:
+        """After a run: the folders as they were, but for the files it changed."""
+        for root, before in self.before.items():
+            added, changed = self._sweep(root, before)
+            self.removed[root] += added
+            self.changed[root] = max(self.changed[root], changed)
+
+    def notes(self) -> list[str]:
+        return [_touched_note(root, self.removed[root], self.changed[root])
+                for root in self.before if self.removed[root] or self.changed[root]]  # fmt: skip
+
+    def _sweep(self, root: Path, before: _Listing | None) -> tuple[int, int]:
+        now = _listing(root)
+        if now is None:
+            return 0, 0
+        files, dirs = before if before is not None else ({}, set())
+        added = [rel for rel in now[0] if rel not in files]
+        changed = sum(1 for rel, seen in now[0].items() if rel in files and files[rel] != seen)
+        for rel in added:
+            with contextlib.suppress(OSError):
+                (root / rel).unlink()
+        for rel in sorted(now[1] - dirs, key=len, reverse=True):  # the deepest first
+            with contextlib.suppress(OSError):
+                (root / rel).rmdir()
+        if before is None:
+            with contextlib.suppress(OSError):
+                root.rmdir()
+        return len(added), changed
+
+
+# a folder's files (relative path → size and mtime) and its folders, or None: not there
+_Listing = tuple[dict[str, tuple[int, int]], set[str]]
+
+
+def _listing(root: Path) -> _Listing | None:
+    if not root.is_dir():
+        return None
+    files: dict[str, tuple[int, int]] = {}
+    dirs: set[str] = set()
+    for path in root.rglob("*"):  # symlinked folders are not followed
+        with contextlib.suppress(OSError):
+            st = path.lstat()
+            rel = str(path.relative_to(root))
+            if stat.S_ISDIR(st.st_mode):
+                dirs.add(rel)
+            else:
+                files[rel] = (st.st_size, st.st_mtime_ns)
+    return files, dirs
+
+
+def _touched_note(root: Path, removed: int, changed: int) -> str:
+    said = []
+    if removed:
+        said.append(f"{removed} file(s) the trials' command wrote into your cache {root} were "
+                    "removed")  # fmt: skip
+    if changed:
+        said.append(f"{changed} file(s) it changed in your cache {root} could not be put back")
+    why = "a warm cache copied elsewhere still names the folder it was built in"
+    return f"{'; '.join(said)} ({why})"
 
 
 def _sources(sides: Sides, overrides: Overrides) -> tuple[Overrides, str]:

@@ -82,7 +82,8 @@ def bisect(
         metric=options.metric, direction=options.direction, unit=options.unit,
         runs=options.runs, tolerance=options.tolerance,
         good=_value(outcome, frozenset()), bad=_value(outcome, frozenset(derived.moves)),
-        moves=derived.moves, trials=_rows(outcome, runner), notes=(*derived.notes, *runner.notes),
+        moves=derived.moves, trials=_rows(outcome, runner),
+        notes=(*derived.notes, *runner.notes, *runner.untouched.notes()),
         seconds=time.monotonic() - started, work=str(work.root) if options.keep else "",
     )  # fmt: skip
     return _ended(done, outcome, sides, Path(venv_path))
