@@ -6,8 +6,9 @@ pre-commit: the repository is a hook repository (``.pre-commit-hooks.yaml``); th
 That install needs envguard's dependencies from the package index, as it does for users.
 The checkout is committed once per session (``hook_repo``), at the README's ``rev``. try-repo
 builds the hook's environment anew each run (in a store of its own); ``pre-commit run`` with a
-config naming that repository and rev builds it once in the session's ``PRE_COMMIT_HOME``, as
-for a user whose config does not change.
+config naming that repository and rev uses the one built once in the session's
+``PRE_COMMIT_HOME``, as for a user whose config does not change (``pre-commit install-hooks``
+builds it, while the first try-repo builds its own).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,10 +31,51 @@ from tests.project import Project
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@dataclass
+class Home:
+    """A ``PRE_COMMIT_HOME`` whose hook environment ``pre-commit install-hooks`` is building."""
+
+    path: Path
+    building: subprocess.Popen[str]
+
+    def built(self) -> Path:
+        """The home, once the build is over (whatever its outcome: a ``pre-commit run`` after a
+        failed one builds the environment itself)."""
+        self.building.communicate(timeout=600)
+        return self.path
+
+
 @pytest.fixture(scope="session")
-def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One hook environment for the session, never the developer's ~/.cache/pre-commit."""
-    return tmp_path_factory.mktemp("pre-commit-home")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory, hook_repo: Path) -> Iterator[Home]:
+    """One hook environment for the session, never the developer's ~/.cache/pre-commit: the
+    one a config naming ``hook_repo`` at the README's rev has, built in the background (5 s of
+    pip, from the index) while the first test's try-repo builds its own."""
+    home = tmp_path_factory.mktemp("pre-commit-home")
+    config = tmp_path_factory.mktemp("pre-commit-config")
+    git(config, "init", "-q", "-b", "main")
+    (config / ".pre-commit-config.yaml").write_text(_config(hook_repo))
+    building = subprocess.Popen(
+        [sys.executable, "-m", "pre_commit", "install-hooks"], cwd=config, env=_env(home),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    yield Home(home, building)
+    if building.poll() is None:  # no test waited for it
+        building.kill()
+        building.communicate()
+
+
+def _config(hook_repo: Path) -> str:
+    return (
+        f"repos:\n  - repo: {hook_repo}\n    rev: {_readme_rev()}\n"
+        "    hooks:\n      - id: envguard-diff\n"
+    )
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update(PRE_COMMIT_HOME=str(home), NO_COLOR="1", COLUMNS="80")
+    env.pop("UV_OFFLINE", None)  # the hook's own install reaches the index, as for users
+    return env
 
 
 @pytest.fixture(scope="session")
@@ -56,23 +100,21 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _pre_commit(project: Project, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env.update(PRE_COMMIT_HOME=str(home), NO_COLOR="1", COLUMNS="80")
-    env.pop("UV_OFFLINE", None)  # the hook's own install reaches the index, as for users
     return subprocess.run(
         [sys.executable, "-m", "pre_commit", *args, "--all-files", "--verbose"],
-        cwd=project.root, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=project.root, env=_env(home), capture_output=True, text=True, timeout=600,
+        check=False,
     )  # fmt: skip
 
 
 def test_the_pre_commit_hook_gates_on_the_training_venv(
-    project: Project, sglang_house: Path, pre_commit_home: Path, hook_repo: Path
+    project: Project, sglang_house: Path, pre_commit_home: Home, hook_repo: Path
 ) -> None:
     pytest.importorskip("pre_commit")
     project.snapshot()
     project.commit("lock the known-good environment", "lockfiles")
     try_repo = ("try-repo", str(hook_repo), "envguard-diff", "--ref", _readme_rev())
-    clean = _pre_commit(project, pre_commit_home, *try_repo)
+    clean = _pre_commit(project, pre_commit_home.path, *try_repo)
     said = clean.stdout + clean.stderr
     if "An unexpected error has occurred" in said and "pip" in said and "install" in said:
         # no package index reachable: the hook's own environment cannot be built here
@@ -80,17 +122,14 @@ def test_the_pre_commit_hook_gates_on_the_training_venv(
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "envguard diff" in clean.stdout and "Passed" in clean.stdout
     # the config try-repo ran, in the project: pre-commit run keeps its hook environment
-    (project.root / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {hook_repo}\n    rev: {_readme_rev()}\n"
-        "    hooks:\n      - id: envguard-diff\n"
-    )
+    (project.root / ".pre-commit-config.yaml").write_text(_config(hook_repo))
     project.commit("the hook", ".pre-commit-config.yaml")
     # a commit that edits training code: the environment is unchanged, the hook passes
     project.write("model.py", "def forward(x):\n    return 2 * x\n")
-    edited = _pre_commit(project, pre_commit_home, "run")
+    edited = _pre_commit(project, pre_commit_home.built(), "run")
     assert edited.returncode == 0, edited.stdout + edited.stderr
     incident.swap_in_sglang(project.venv, sglang_house)
-    drifted = _pre_commit(project, pre_commit_home, "run")
+    drifted = _pre_commit(project, pre_commit_home.path, "run")
     assert drifted.returncode == 1, drifted.stdout + drifted.stderr
     assert "Failed" in drifted.stdout
     assert "2.11.0+cu128 → 2.11.0+cu130" in drifted.stdout  # the change itself is shown
@@ -107,7 +146,7 @@ def _readme_rev() -> str:
 
 
 def test_the_readme_pre_commit_snippet_as_written(
-    project: Project, sglang_house: Path, pre_commit_home: Path, hook_repo: Path
+    project: Project, sglang_house: Path, pre_commit_home: Home, hook_repo: Path
 ) -> None:
     """The snippet with its ``rev``, from this checkout at that tag (a checkout without tags:
     the release the README names)."""
@@ -121,9 +160,7 @@ def test_the_readme_pre_commit_snippet_as_written(
     project.snapshot()
     project.commit("lock and hook", "lockfiles", ".pre-commit-config.yaml")
     project.write("model.py", "def forward(x):\n    return 2 * x\n")
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env.update(PRE_COMMIT_HOME=str(pre_commit_home), NO_COLOR="1", COLUMNS="80")
-    env.pop("UV_OFFLINE", None)
+    env = _env(pre_commit_home.built())
     run = [sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"]
     done = subprocess.run(run, cwd=project.root, env=env, capture_output=True, text=True,
                           timeout=600, check=False)  # fmt: skip
