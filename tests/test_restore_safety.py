@@ -220,10 +220,11 @@ def test_a_venv_and_its_symlink_restored_at_once(project: Project, tmp_path: Pat
     project.snapshot()
     link = tmp_path / "train-venv-link"
     link.symlink_to(project.venv)
-    slow = tmp_path / "slow-uv"
+    slow = tmp_path / "slow-uv"  # syncs once the second restore has been refused (60 s at most)
     slow.write_text(
         f'#!/bin/sh\nif [ "$1" = pip ] && [ "$2" = sync ]; then touch {tmp_path}/syncing; '
-        f'sleep 3; fi\nexec {uv_bin()} "$@"\n'
+        f"i=0; while [ ! -e {tmp_path}/release ] && [ $i -lt 1200 ]; do sleep 0.05; "
+        f'i=$((i+1)); done; fi\nexec {uv_bin()} "$@"\n'
     )
     slow.chmod(0o755)
     argv = [sys.executable, "-m", "envguard", "restore", str(project.lock), "--rebuild",
@@ -237,6 +238,7 @@ def test_a_venv_and_its_symlink_restored_at_once(project: Project, tmp_path: Pat
             break
         time.sleep(0.05)
     code, _, err = _restore(project, "--rebuild", "--venv", str(project.venv))
+    (tmp_path / "release").touch()  # the first restore goes on
     _out, first_err = first.communicate(timeout=120)
     assert code == 1 and "another envguard restore" in err
     assert first.returncode == 0, first_err
