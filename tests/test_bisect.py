@@ -366,3 +366,21 @@ def test_a_cache_folder_of_the_users_is_swept_back_to_what_it_held(tmp_path: Pat
     assert said[0].startswith(f"2 file(s) the trials' command wrote into your cache {gone} were")
     assert said[1].startswith(f"2 file(s) the trials' command wrote into your cache {kept} were")
     assert f"1 file(s) it changed in your cache {kept} could not be put back" in said[1]
+
+
+def test_the_folders_above_a_deleted_cache_go_with_it(tmp_path: Path) -> None:
+    """The incident deleted /x/cache, which held the recorded /x/cache/inductor: torch, writing
+    back into the recorded folder, makes /x/cache too (seen on the H200). Both go after the run;
+    a folder above that holds anything else stays, and so does what it holds."""
+    from envguard.bisect.trials import Untouched
+
+    cleaned, shared = tmp_path / "cleaned", tmp_path / "shared"
+    guard = Untouched([cleaned / "inductor", shared / "inductor"])
+    for root in (cleaned, shared):
+        (root / "inductor" / "ab").mkdir(parents=True)
+        (root / "inductor" / "ab" / "k.best_config").write_text("{}")
+    (shared / "mine.txt").write_text("not a cache's")
+    guard.sweep()
+    assert not cleaned.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
+    assert sorted(p.name for p in shared.iterdir()) == ["mine.txt"]

@@ -415,6 +415,9 @@ class Untouched:
     def __init__(self, folders: Iterable[Path]) -> None:
         roots = {Path(os.path.normpath(f.absolute())) for f in folders}
         self.before = {root: _listing(root) for root in sorted(roots)}
+        # the folders above a cache that is gone, up to the first that is there: torch makes
+        # them when it writes the cache back (a deleted /x/cache with its /x/cache/inductor)
+        self.made = {root: _missing_parents(root) for root in self.before}
         self.removed = dict.fromkeys(self.before, 0)  # files removed, all runs together
         self.changed = dict.fromkeys(self.before, 0)  # files changed (the most in one run)
 
@@ -443,9 +446,20 @@ class Untouched:
             with contextlib.suppress(OSError):
                 (root / rel).rmdir()
         if before is None:
-            with contextlib.suppress(OSError):
-                root.rmdir()
+            for folder in (root, *self.made[root]):
+                with contextlib.suppress(OSError):  # one that holds anything else stays
+                    folder.rmdir()
         return len(added), changed
+
+
+def _missing_parents(root: Path) -> list[Path]:
+    """The folders above ``root`` that are not there, the nearest first."""
+    missing = []
+    for parent in root.parents:
+        if parent.exists() or parent.is_symlink():
+            break
+        missing.append(parent)
+    return missing
 
 
 # a folder's files (relative path → size and mtime) and its folders, or None: not there
