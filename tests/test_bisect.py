@@ -384,3 +384,37 @@ def test_the_folders_above_a_deleted_cache_go_with_it(tmp_path: Path) -> None:
     assert not cleaned.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
     assert sorted(p.name for p in shared.iterdir()) == ["mine.txt"]
+
+
+@pytest.mark.parametrize("width", [80, 160, 240])
+def test_a_wide_screen_keeps_the_metric_beside_what_it_measured(width: int) -> None:
+    """The trial table's applied column is an 80-column screen's and grows with the screen
+    only as far as its longest row needs: at 160 columns the metric stood 80 columns to the
+    right of "helper"."""
+    from envguard.bisect.moves import Move
+    from envguard.output.human import Human
+    from envguard.results.bisect import BisectDone, Culprit, TrialRow
+
+    moves = tuple(Move(kind="packages", subject=f"package-number-{i}", old="1.0", new="2.0")
+                  for i in range(6))  # fmt: skip
+    rows = [((), 21.5), (moves, 4.3), (moves[:5], 4.3), (moves[:1], 21.5)]
+    done = BisectDone(
+        lock="train.envguard.toml", venv=".venv", repo=".", command=("python", "bench.py"),
+        metric="t: ([0-9.]+)", direction="higher", unit="Ktok/s", runs=1, tolerance=0.25,
+        good=21.5, bad=4.3, moves=moves,
+        trials=tuple(TrialRow(index=i + 1, applied=a, values=(v,), value=v,
+                              verdict="good" if v > 10 else "bad", seconds=0.1, build_seconds=0)
+                     for i, (a, v) in enumerate(rows)),
+        culprits=(Culprit(move=moves[1], alone=4.3, fix=()),),
+    )  # fmt: skip
+    lines = Human(width=width).format(done).splitlines()
+    assert all(len(ln) <= width for ln in lines)
+    at = lines.index(next(ln for ln in lines if ln.startswith("trial")))
+    header, five = lines[at], lines[at + 3]
+    whole = ", ".join(m.subject for m in moves[:5])  # 94 columns
+    if width == 80:  # as every 80-column screen had it
+        assert header == "trial  applied" + " " * 40 + "metric  verdict       time"
+        assert whole not in five and five.split()[-4:] == ["4.3", "bad", "0.1", "s"]
+    else:  # the row whole, its metric right after the column it needs
+        assert header.index("metric") == len("    3  ") + len(whole) + 4  # "  " + "{:>8}"
+        assert five.startswith(f"    3  {whole}       4.3  bad")

@@ -22,8 +22,11 @@ from envguard.output.layout import (
 from envguard.output.layout import path as _p
 
 if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the drift engine
+    from envguard.bisect.trials import Event
     from envguard.drift import Change, DriftReport, Member
     from envguard.fleet import Node, NodeChange
+    from envguard.model import Snapshot
+    from envguard.restore.backups import Backups
     from envguard.restore.build import Outcome
     from envguard.restore.caches import CacheStep
     from envguard.restore.code import CodeStep, WorkMoved
@@ -31,6 +34,7 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.restore.steps import PartFailed, Step
     from envguard.results import Failed, Result
     from envguard.results.backups import BackupsDone
+    from envguard.results.bisect import BisectDone, TrialRow
     from envguard.results.diff import DiffDone
     from envguard.results.export import ExportDone
     from envguard.results.fleet import FleetDone
@@ -352,7 +356,7 @@ class Human:
             yield from wrap(kept, self.p.width, 2, first=_p(b.path) + "  ")
         yield from self._backups_unfinished(listed)
 
-    def _backups_unfinished(self, listed: Any) -> Iterator[str]:
+    def _backups_unfinished(self, listed: Backups) -> Iterator[str]:
         """The new venvs restores began: one being built now, and what killed ones left."""
         for b in listed.building:
             what = f"being built by a restore running now (pid {listed.running or '?'})"
@@ -599,7 +603,7 @@ class Human:
 
     # --- bisect -------------------------------------------------------------------------------
 
-    def _bisect(self, r: Any) -> Iterator[str]:
+    def _bisect(self, r: BisectDone) -> Iterator[str]:
         """GOOD and BAD, the moves, every trial, then the culprits and what puts each back
         (a BisectDone; a refusal never gets here: it is an error line)."""
         from envguard.bisect.moves import shell
@@ -622,7 +626,7 @@ class Human:
             how = "exit status 0 is good"
         runs = f"the median of {r.runs} runs" if r.runs > 1 else "1 run"
         yield from wrap(f"`{shell(r.command)}`: {how}; {runs} a trial", self.p.width, INDENT)
-        width = min(16, max(len(m.label) for m in r.moves))
+        width = min(_SUBJECT_MAX, max(len(m.label) for m in r.moves))
         for i, m in enumerate(r.moves):
             label = plural(len(r.moves), "move") if i == 0 else ""
             yield from headline(label, m.label, m.old, m.new, self.p, subject_width=width)
@@ -633,7 +637,7 @@ class Human:
         if r.work:
             yield from wrap(f"the trials are kept in {_p(r.work)}", self.p.width, INDENT, first="")
 
-    def _bisect_verdict(self, r: Any) -> Iterator[str]:
+    def _bisect_verdict(self, r: BisectDone) -> Iterator[str]:
         took = f"{plural(len(r.trials), 'trial')}, {r.seconds:.1f} s"
         if r.stop:
             from envguard.results.bisect import STOPS
@@ -652,28 +656,34 @@ class Human:
         yield self.p.paint(label, style) + lines[0][len(label) :]
         yield from lines[1:]
 
-    def _bisect_value(self, r: Any, value: float | None) -> str:
+    def _bisect_value(self, r: BisectDone, value: float | None) -> str:
         from envguard.bisect.metric import number
 
         if r.metric or value is None:
             return number(value)
         return {0.0: "exit 0", 1.0: "fails"}.get(value, "mixed")
 
-    def _bisect_trials(self, r: Any) -> Iterator[str]:
+    def _bisect_trials(self, r: BisectDone) -> Iterator[str]:
         """One row a trial: what it applied, its metric and verdict, its time; why a trial
         said nothing below it."""
-        room = max(20, self.p.width - 37)
         every = len(r.moves)
+
+        def applied(t: TrialRow, room: int) -> str:
+            if not t.applied:
+                return "nothing (GOOD)"
+            if len(t.applied) == every:
+                return f"all {plural(every, 'move')} (BAD)"
+            return _fitted([m.label for m in t.applied], room)
+
+        # the column an 80-column screen has; a wider one grows it only as far as a row needs,
+        # so that the metric stays beside what it measured
+        fits = max(20, self.p.width - 37)
+        room = min(fits, max([43, *(len(applied(t, 10**6)) for t in r.trials)]))
         yield self.p.paint(f"{'trial':>5}  {'applied':<{room}}  {'metric':>8}  {'verdict':<12}"
                            f"{'time':>6}", "bold")  # fmt: skip
         shown = {"unbuildable": "cannot build"}
         for t in r.trials:
-            if not t.applied:
-                what = "nothing (GOOD)"
-            elif len(t.applied) == every:
-                what = f"all {plural(every, 'move')} (BAD)"
-            else:
-                what = _fitted([m.label for m in t.applied], room)
+            what = applied(t, room)
             verdict = shown.get(t.verdict, t.verdict)
             style = {"bad": "red", "good": "green"}.get(t.verdict, "yellow")
             yield (f"{t.index:>5}  {what:<{room}}  {self._bisect_value(r, t.value):>8}  "
@@ -682,7 +692,7 @@ class Human:
                 for line in wrap(t.failure, self.p.width, 7):
                     yield self.p.paint(line, "dim")
 
-    def _bisect_culprits(self, r: Any, unit: str) -> Iterator[str]:
+    def _bisect_culprits(self, r: BisectDone, unit: str) -> Iterator[str]:
         from envguard.bisect.metric import number
         from envguard.bisect.moves import shell
 
@@ -712,7 +722,7 @@ class Human:
                 lead = f"{pad}put it back: " if i == 0 else pad + " " * len("put it back: ")
                 yield lead + command + (" &&" if i < len(commands) - 1 else "")
 
-    def bisect_status(self, event: Any) -> str:
+    def bisect_status(self, event: Event) -> str:
         """The status line of the trial that runs: what it applied, its values so far."""
         from envguard.bisect.metric import number
 
@@ -769,7 +779,7 @@ def _in(root: str) -> str:
     return "" if shown == "." else f" in {shown}"
 
 
-def _facts(snap: Any) -> Iterator[tuple[str, str]]:
+def _facts(snap: Snapshot) -> Iterator[tuple[str, str]]:
     names = {"cpython": "CPython", "pypy": "PyPy"}
     impl = names.get(snap.python.implementation, snap.python.implementation)
     yield "Python", f"{impl} {snap.python.version} ({snap.python.abi})"
