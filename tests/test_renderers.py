@@ -91,3 +91,14 @@ def test_every_restore_step_has_its_lines() -> None:
     steps = set(typing.get_args(Step))
     assert len(steps) >= 5
     assert set(Human().step_renderers()) == steps
+
+
+def test_the_json_page_names_every_commands_kind() -> None:
+    """docs/json.md's list of ``kind`` values is every command's result (the error's kind is
+    the command that failed); bisect and the tool commands were missing from it."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "json.md").read_text()
+    listed = page.split("`kind` is the command (", 1)[1].split(").", 1)[0]
+    named = {k.strip().strip("`") for k in " ".join(listed.split()).split(",")}
+    assert named == {cls.kind for cls in RESULTS} - {"error"}
