@@ -42,11 +42,8 @@ from envguard.demo.repo import committed  # noqa: E402
 from envguard.demo.wheels import build_wheel  # noqa: E402
 
 ENVGUARD = [sys.executable, "-c", "from envguard.__main__ import main; main()"]
-BENCH = """\
-import torch.version
-print("throughput:", 21.5 if torch.version.cuda == "12.8" else 4.3, "Ktok/s")
-"""
-METRIC = ["--metric", r"throughput: ([0-9.]+)", "--higher-is-better", "--unit", "Ktok/s"]
+BENCH = incident.BENCH
+METRIC = list(incident.METRIC)
 UPGRADED = 4  # packages of the 197 upgraded since the lock: four moves, one culprit
 
 

@@ -167,13 +167,16 @@ def cli(ctx: click.Context) -> None:
 
 @cli.command(short_help="The incident and its cure, offline, in seconds.")
 @click.option("--keep", type=_PATH, help="Build in this folder, and keep it.")
+@click.option("--bisect", "with_bisect", is_flag=True,
+              help="Bisect the project's benchmark too, before the cure.")  # fmt: skip
 @_common
-def demo(keep: Path | None) -> None:
+def demo(keep: Path | None, with_bisect: bool) -> None:
     """The incident and its cure, on this machine: offline, no GPU, in seconds.
 
     Builds a small training project in a temporary folder (a venv with a torch built for
     CUDA 12.8, a git repo, a compile cache), snapshots it, replays an inference server's
-    install into it, and runs the real diff, restore --all and diff again.
+    install into it, and runs the real diff, restore --all and diff again. With --bisect,
+    a bisect of the project's benchmark between the diff and the cure.
 
     \b
     Exit codes: 0 every step behaved as it should, 1 one did not, 2 error.
@@ -181,7 +184,7 @@ def demo(keep: Path | None) -> None:
     from envguard.demo.acts import play
 
     with _errors():
-        code = play(keep)
+        code = play(keep, bisect=with_bisect)
     sys.exit(code)
 
 

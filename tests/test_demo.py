@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,33 @@ def test_the_demo_shows_the_incident_and_its_cure(tmp_path: Path) -> None:
     assert out[again:].splitlines()[1].startswith("No drift")
     match = re.search(r"Building a training project in (\S+)/train", out)
     assert match and not Path(match.group(1)).exists()  # cleaned up after itself
+    assert "Traceback" not in done.stderr
+
+
+def test_the_bisect_act_finds_torchs_build_before_the_cure(tmp_path: Path) -> None:
+    done = _demo("--bisect", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert [line for line in out.splitlines() if len(line) > 80] == []
+    diff, bisect = out.index("$ envguard diff"), out.index("$ envguard bisect")
+    restore = out.index("$ envguard restore")
+    assert diff < bisect < restore
+    screen = out[bisect:restore].splitlines()
+    # the command as shown, its continued lines joined, is one a shell runs as given
+    typed = []
+    for line in screen:
+        typed.append(line.removesuffix(" \\").strip())
+        if not line.endswith(" \\"):
+            break
+    words = shlex.split(" ".join(typed))
+    assert words[words.index("--metric") + 1] == "throughput: ([0-9.]+)"
+    assert words[-3:] == ["--", "python", "bench.py"] and "wheels-after/" in words
+    culprit = next(line for line in screen if line.startswith("Culprit"))
+    assert culprit.startswith("Culprit: torch 2.11.0+cu128 → +cu130 (5 trials, ")
+    assert "culprit   torch 2.11.0+cu128 → +cu130: 21.5 → 4.3 Ktok/s" in screen
+    # the cure that follows is the demo's as ever: bisect changed nothing of the project's
+    assert "Restored .venv: 8 packages match the lock" in out[restore:]
+    assert "saved your uncommitted work as stash@{0}" in out[restore:]
     assert "Traceback" not in done.stderr
 
 
@@ -95,3 +123,21 @@ def test_a_failed_act_ends_the_demo_with_its_error(tmp_path: Path) -> None:
     # the venv could not be built; the code was put back all the same (3: partly restored)
     assert last.startswith("error: the demo stopped: `envguard restore` exited 3, not 0")
     assert "no space left" in last and "Traceback" not in done.stderr
+
+
+def test_a_long_command_is_continued_between_its_words_at_any_width() -> None:
+    """A quoted word (bisect's --metric) is never cut by a `` \\`` continuation:
+    ``'throughput:`` and ``([0-9.]+)'`` fell on two lines at 80 columns, which a shell reads
+    otherwise."""
+    from envguard.demo.acts import _continued
+
+    argv = ["envguard", "bisect", "--find-links", "wheels-before/", "--offline", "--metric",
+            "throughput: ([0-9.]+)", "--higher-is-better", "--", "python", "bench.py"]  # fmt: skip
+    command = "$ " + shlex.join(argv)
+    for width in range(40, 121):
+        lines = _continued(command, width)
+        assert all(line.endswith(" \\") for line in lines[:-1])
+        # each line whole words (a shell keeps a `` \\`` inside quotes), together the command
+        words = [w for line in lines for w in shlex.split(line.removesuffix(" \\"))]
+        assert words == ["$", *argv], (width, lines)
+        assert all(len(line) <= width for line in lines), (width, lines)

@@ -6,12 +6,14 @@ git repository and a compile cache in Inductor's layout; snapshots it; replays t
 (an inference server installed into the same venv swaps torch for PyPI's cu130 build, moves
 transformers and brings dozens of packages; the cache is "cleaned up"; an experiment is left
 uncommitted); and runs the real ``envguard diff``, ``envguard restore --all`` and the clean
-``envguard diff`` that follows, with a line of narration before each.
+``envguard diff`` that follows, with a line of narration before each. With ``bisect``, the
+project's benchmark is bisected between the diff and the cure: torch's build is found.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -28,9 +30,11 @@ from envguard.errors import ArgumentError, EnvguardError
 from envguard.uv import find_uv
 
 
-def play(keep: Path | None = None, say: Callable[..., None] | None = None) -> int:
+def play(
+    keep: Path | None = None, say: Callable[..., None] | None = None, bisect: bool = False
+) -> int:
     """Run the demo; 0 when every step behaved as it should. ``keep``: build there and keep
-    it (else a temporary folder, removed at the end)."""
+    it (else a temporary folder, removed at the end); ``bisect``: the bisect act too."""
     tell = say or _narrate
     started = time.perf_counter()
     if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
@@ -39,7 +43,7 @@ def play(keep: Path | None = None, say: Callable[..., None] | None = None) -> in
     work = keep.absolute() if keep else Path(tempfile.mkdtemp(prefix="envguard-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        _Demo(work, tell).play()
+        _Demo(work, tell, bisect).play()
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -55,8 +59,8 @@ class ActFailed(EnvguardError):
 
 
 class _Demo:
-    def __init__(self, work: Path, tell: Callable[..., None]) -> None:
-        self.work, self.tell = work, tell
+    def __init__(self, work: Path, tell: Callable[..., None], bisect: bool = False) -> None:
+        self.work, self.tell, self.bisect = work, tell, bisect
         self.project = work / "train"
         self.venv = self.project / ".venv"
         self.before, self.after = work / "wheels-before", work / "wheels-after"
@@ -98,6 +102,14 @@ class _Demo:
         self._incident()
         self.tell("What changed since it last worked, and why it matters for training:")
         self._envguard("diff", expect=1)
+        if self.bisect:
+            self.tell(
+                "Which of it costs the throughput? The project's benchmark, bench.py, run in "
+                "trials between the lock and now, each in a venv, worktree and caches of its own:"
+            )
+            houses = ("--find-links", str(self.before), "--find-links", str(self.after))
+            self._envguard("bisect", *houses, "--offline", *incident.METRIC, "--", "python",
+                           "bench.py")  # fmt: skip
         self.tell(
             "Putting it back: the venv rebuilt beside the old one (which is kept), the caches "
             "unpacked, the code checked out, the uncommitted experiment stashed:"
@@ -112,14 +124,16 @@ class _Demo:
             "  envguard snapshot                         record the active venv (or ./.venv)\n"
             "  envguard diff                             later: what changed, why it matters\n"
             "  envguard preflight -- uv pip install X    before an install: what it would do\n"
-            "  envguard restore --dry-run                how it would put it back"
+            "  envguard restore --dry-run                how it would put it back\n"
+            "  envguard bisect -- python bench.py        which of the drift costs your metric"
         )
 
     def _build(self) -> None:
         reqs = incident.known_good(self.before)
         train = "import model\n\nfor step in range(1000):\n    model.forward(step)\n"
         model = "def forward(x):\n    return x\n"
-        repo.committed(self.project, {"train.py": train, "model.py": model}, env=self.env)
+        files = {"train.py": train, "model.py": model, "bench.py": incident.BENCH}
+        repo.committed(self.project, files, env=self.env)
         self._run([find_uv(), "venv", "--quiet", "--python", sys.executable, str(self.venv)])
         incident.install(self.venv, self.before, *reqs, env=self.env)
         make(self.work / "inductor", BuiltBy())
@@ -135,7 +149,8 @@ class _Demo:
     def _envguard(self, *args: str, expect: int = 0) -> None:
         """Run one act as the user would, its screen on the terminal; an act that exits
         otherwise than it should stops the demo with the act's own error line."""
-        shown = " ".join(a if a != str(self.before) else "wheels-before/" for a in args)
+        houses = {str(self.before): "wheels-before/", str(self.after): "wheels-after/"}
+        shown = shlex.join(houses.get(a, a) for a in args)
         self.tell(f"$ envguard {shown}", command=True)
         argv = [sys.executable, "-m", "envguard", *args]
         done = subprocess.run(
@@ -175,10 +190,11 @@ def _narrate(text: str, command: bool = False) -> None:
 
 
 def _continued(command: str, width: int) -> list[str]:
-    """A long shell command broken the way a person would type it: `` \\`` at each line end."""
+    """A long shell command broken the way a person would type it: `` \\`` at each line end,
+    between its words (a quoted one, ``'throughput: ([0-9.]+)'``, is one word)."""
     lines: list[str] = []
     line = ""
-    for word in command.split(" "):
+    for word in (w if w == "$" else shlex.quote(w) for w in shlex.split(command)):
         if line and len(line) + 1 + len(word) + 2 > width:
             lines.append(line + " \\")
             line = "    " + word

@@ -161,6 +161,15 @@ def install(venv: Path, house: Path, *reqs: str, env: Mapping[str, str] | None =
     )  # fmt: skip
 
 
+# The team's benchmark: as fast as the incident's training run on a CUDA 12.8 torch, as slow
+# on any other build (torch/version.py says which: the demo's torch is no real one).
+BENCH = """\
+import torch.version
+print("throughput:", 21.5 if torch.version.cuda == "12.8" else 4.3, "Ktok/s")
+"""
+METRIC = ("--metric", r"throughput: ([0-9.]+)", "--higher-is-better", "--unit", "Ktok/s")
+
+
 # uv keeps an installed 2.11.0+cu128 for `torch==2.11.0`; sglang's pins in real life came with
 # a resolver that swapped it, which --reinstall-package torch replays.
 SGLANG_INSTALL = ("--reinstall-package", "torch", "torch==2.11.0", "transformers==5.8.1")
