@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from envguard.errors import CommandError
 
@@ -83,6 +84,63 @@ def run(
         last = (proc.stderr.strip().splitlines() or ["(no stderr)"])[-1]
         raise CommandError(f"{_short(argv)} exited {proc.returncode}: {last}")
     return done
+
+
+def run_group(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str],
+    output: Path,
+) -> Completed:
+    """Run a user's command in a process group of its own, its stdout and stderr into files
+    beside ``output`` (``output.stdout``, ``output.stderr``), never checked.
+
+    The command is over when its own process exits: a child it left running (a server, a
+    ``sleep`` in a shell, a compile worker) holds no pipe envguard waits on, and is killed
+    with the rest of the group then, or when ``timeout`` passes, or when envguard is
+    interrupted, so that nothing of a trial outlives it.
+    """
+    streams = output.with_suffix(".stdout"), output.with_suffix(".stderr")
+    with streams[0].open("wb") as out, streams[1].open("wb") as err:
+        try:
+            proc = subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                env=dict(env), cwd=cwd, start_new_session=True,
+                preexec_fn=_dies_with_parent(),
+            )  # fmt: skip
+        except FileNotFoundError as exc:
+            raise CommandError(f"{argv[0]}: not found") from exc
+        except PermissionError as exc:
+            raise CommandError(f"{argv[0]}: not executable") from exc
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise CommandError(f"{argv[0]}: no answer after {timeout:.0f} s") from exc
+        finally:
+            _kill_group(proc.pid)
+            proc.wait()
+    stdout, stderr = (p.read_bytes().decode("utf-8", errors="replace") for p in streams)
+    return Completed(argv=tuple(argv), returncode=code, stdout=stdout, stderr=stderr)
+
+
+def _kill_group(pgid: int) -> None:
+    """Whatever is left of a process group: SIGTERM, a moment to go, then SIGKILL."""
+    import time
+
+    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return  # none left
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.02)
 
 
 def stream(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> int:

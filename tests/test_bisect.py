@@ -43,6 +43,11 @@ facts = {
 }
 if os.environ.get("BENCH_BREAK") == "patch" and facts["patch"] and not facts["env"]:
     raise SystemExit("model.SLOW needs CUDA_LAUNCH_BLOCKING")
+child = os.environ.get("BENCH_CHILD")
+if child:  # a server it leaves running, holding the output it was given
+    import subprocess
+    with open(child, "a") as f:
+        f.write(f"{subprocess.Popen(['sleep', '60']).pid}\\n")
 hold = os.environ.get("BENCH_HOLD")
 if hold and facts["speedlib"] and not facts["patch"] and not facts["env"]:
     pathlib.Path(hold).touch()  # mid-search: the test interrupts bisect now
@@ -263,7 +268,7 @@ def test_a_broken_trial_is_never_counted_bad(here: Incident, tmp_path: Path) -> 
     ]
     assert "model.SLOW needs CUDA_LAUNCH_BLOCKING" in result["trials"][2]["failure"]
     assert result["work"] == str(keep)
-    assert "model.SLOW needs" in (keep / "trial-03" / "run-1" / "output.txt").read_text()
+    assert "model.SLOW needs" in (keep / "trial-03" / "run-1" / "output.stderr").read_text()
     assert (keep / "trial-03" / "code-kept" / "model.py").read_text() == "SLOW = True\n"
     assert (keep / "trial-01" / "venv" / "bin" / "python").exists()
     assert git(here.root, "worktree", "list", "--porcelain").count("worktree ") == 1
@@ -418,3 +423,25 @@ def test_a_wide_screen_keeps_the_metric_beside_what_it_measured(width: int) -> N
     else:  # the row whole, its metric right after the column it needs
         assert header.index("metric") == len("    3  ") + len(whole) + 4  # "  " + "{:>8}"
         assert five.startswith(f"    3  {whole}       4.3  bad")
+
+
+def test_a_child_the_command_leaves_running_ends_with_its_run(
+    here: Incident, tmp_path: Path
+) -> None:
+    """The run is over when the command's own process exits: a child it left (a server, a
+    compile worker) held the output pipes, so each trial waited for --timeout and was broken
+    ("no answer after 20 s"), and the child outlived the trial. It is killed with the run."""
+    import psutil
+
+    pids = tmp_path / "children"
+    started = time.monotonic()
+    code, out, err = here.bisect(*METRIC, "--json", "--timeout", "20",
+                                 env={"BENCH_CHILD": str(pids)})  # fmt: skip
+    assert code == 0, err
+    assert [c["subject"] for c in _json(out)["culprits"]] == ["speedlib"]
+    assert time.monotonic() - started < 20
+    left = [int(p) for p in pids.read_text().split()]
+    assert len(left) == 6  # one a trial
+    alive = [p for p in left if psutil.pid_exists(p)
+             and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # fmt: skip
+    assert alive == []

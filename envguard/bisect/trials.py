@@ -318,15 +318,15 @@ class Trials:
 
     def _run_once(self, env: dict[str, str], cwd: Path, place: Path) -> metric.Run:
         started = time.monotonic()
+        place.mkdir(parents=True, exist_ok=True)
         try:
-            done = _run.run(self.settings.command, check=False, timeout=self.settings.timeout,
-                            env=env, cwd=cwd)  # fmt: skip
+            done = _run.run_group(self.settings.command, timeout=self.settings.timeout,
+                                  env=env, cwd=cwd, output=place / "output")  # fmt: skip
         except CommandError as exc:  # not found, or past --timeout
             return metric.Run(value=None, why=str(exc))
         finally:
             self._ran += time.monotonic() - started
             self.untouched.sweep()
-        (place / "output.txt").write_text(f"{done.stdout}\n--- stderr\n{done.stderr}")
         return metric.read(self.settings.metric, done.returncode, done.stdout, done.stderr)
 
     def _cwd(self, tree: Path | None) -> Path:
