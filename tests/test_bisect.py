@@ -55,7 +55,8 @@ if hold and facts["speedlib"] and not facts["patch"] and not facts["env"]:
 for entry in pathlib.Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).glob("fxgraph/*/*/*"):
     for line in entry.read_bytes().decode("latin-1").splitlines():  # as torch on a cache hit:
         if line.startswith("# kernel: "):  # the kernel's autotuning result, beside its file
-            best = pathlib.Path(line[len("# kernel: "):]).with_suffix(".best_config")
+            # named by its own hash, in the kernel's folder (xq/0bb4….best_config, xq/cxq….py)
+            best = pathlib.Path(line[len("# kernel: "):]).parent / "0bb4e375.best_config"
             best.parent.mkdir(parents=True, exist_ok=True)
             best.write_text('{"XBLOCK": 512, "num_warps": 8}')
 slow = all(facts.get(f) for f in os.environ.get("BENCH_SLOW_WHEN", "speedlib").split("+"))
@@ -105,8 +106,10 @@ def incident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Incident]:
     cache = make(base / "inductor")
     # as in Inductor's compiled code, an entry names its kernel's file by absolute path: torch
     # writes the kernel's autotuning result beside it, wherever the cache has been copied to
-    entry = next(cache.glob("fxgraph/*/*/*"))
-    entry.write_bytes(entry.read_bytes() + f"\n# kernel: {cache / 'k1' / 'ck1.py'}\n".encode())
+    entry, kernel = next(cache.glob("fxgraph/*/*/*")), cache / "k1" / "ck1.py"
+    kernel.parent.mkdir()
+    kernel.write_text("# the kernel's Triton source\n")
+    entry.write_bytes(entry.read_bytes() + f"\n# kernel: {kernel}\n".encode())
     env: dict[str, str | None] = {
         "VIRTUAL_ENV": str(venv), "TORCHINDUCTOR_CACHE_DIR": str(cache),
         "TRITON_CACHE_DIR": str(base / "triton"), "ENVGUARD_CACHE_DIR": str(base / "eg-cache"),
@@ -339,29 +342,38 @@ def test_interrupted_mid_search_leaves_nothing_behind(
     assert _users(here) == before
 
 
+def _kernels(folder: Path, *names: str) -> Path:
+    """A cache copy as a trial gets it: kernel files, by relative path."""
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("# a kernel")
+    return folder
+
+
 def test_a_cache_folder_of_the_users_is_swept_back_to_what_it_held(tmp_path: Path) -> None:
-    """What a trial's command adds to a cache folder of the user's goes, folders it made
+    """What a trial's torch writes beside the kernels its copy names goes, folders it made
     too; a file it changed cannot be put back, and is said; a folder that was not there
     stays not there; nothing else is touched."""
     from envguard.bisect.trials import Untouched
 
     kept, gone = tmp_path / "inductor", tmp_path / "deleted"
-    (kept / "ab").mkdir(parents=True)
-    (kept / "ab" / "entry").write_text("the user's")
+    _kernels(kept, "ab/entry", "ab/old.py", "ab/new.py", "cd/ef/k.py")
     (kept / "ab" / "old.best_config").write_text("{}")
-    guard = Untouched([kept, gone, tmp_path / "inductor" / ".." / "inductor"])
+    warm = _kernels(tmp_path / "warm", "xy/k.py", "again/k.py")  # GOOD's, unpacked
+    guard = Untouched({kept: [kept], gone: [warm], tmp_path / "inductor" / ".." / "inductor":
+                       [kept]}, spared=[])  # fmt: skip
     (kept / "ab" / "new.best_config").write_text("{}")
-    (kept / "cd" / "ef").mkdir(parents=True)
     (kept / "cd" / "ef" / "k.best_config").write_text("{}")
     (kept / "ab" / "old.best_config").write_text('{"XBLOCK": 1024}')
     (gone / "xy").mkdir(parents=True)
     (gone / "xy" / "k.best_config").write_text("{}")
     guard.sweep()
     assert sorted(str(p.relative_to(kept)) for p in kept.rglob("*")) == [
-        "ab", "ab/entry", "ab/old.best_config",
+        "ab", "ab/entry", "ab/new.py", "ab/old.best_config", "ab/old.py", "cd", "cd/ef",
+        "cd/ef/k.py",
     ]  # fmt: skip
     assert not gone.exists()
-    assert (kept / "ab" / "entry").read_text() == "the user's"
+    assert (kept / "ab" / "entry").read_text() == "# a kernel"
     (gone / "again").mkdir(parents=True)  # a second run writes again: removed, counted
     (gone / "again" / "k.best_config").write_text("{}")
     guard.sweep()
@@ -380,15 +392,55 @@ def test_the_folders_above_a_deleted_cache_go_with_it(tmp_path: Path) -> None:
     from envguard.bisect.trials import Untouched
 
     cleaned, shared = tmp_path / "cleaned", tmp_path / "shared"
-    guard = Untouched([cleaned / "inductor", shared / "inductor"])
+    warm = _kernels(tmp_path / "warm", "ab/k.py")
+    guard = Untouched({cleaned / "inductor": [warm], shared / "inductor": [warm]}, spared=[])
     for root in (cleaned, shared):
         (root / "inductor" / "ab").mkdir(parents=True)
         (root / "inductor" / "ab" / "k.best_config").write_text("{}")
     (shared / "mine.txt").write_text("not a cache's")
     guard.sweep()
     assert not cleaned.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared", "warm"]
     assert sorted(p.name for p in shared.iterdir()) == ["mine.txt"]
+
+
+def test_what_another_job_writes_into_a_shared_cache_stays(tmp_path: Path) -> None:
+    """/tmp/torchinductor_$USER is every job's of the user's: one compiling while bisect runs
+    writes entries there. Only an autotuning result in a folder of the trials' copies' was
+    the trials'; the rest stays and is said."""
+    from envguard.bisect.trials import Untouched
+
+    shared = _kernels(tmp_path / "torchinductor_me", "ab/k.py")
+    guard = Untouched({shared: [shared]}, spared=[])
+    (shared / "ab" / "k.best_config").write_text("{}")  # a trial's, beside its kernel
+    _kernels(shared, "zz/other_job.py", "zz/other.best_config", "fxgraph/zz/entry")  # another's
+    guard.sweep()
+    assert sorted(str(p.relative_to(shared)) for p in shared.rglob("*") if p.is_file()) == [
+        "ab/k.py", "fxgraph/zz/entry", "zz/other.best_config", "zz/other_job.py",
+    ]  # fmt: skip
+    (note,) = guard.notes()
+    assert "1 file(s) the trials' command wrote into your cache" in " ".join(note.split())
+    assert "3 other new file(s) in your cache" in " ".join(note.split())
+
+
+def test_a_cache_folder_that_holds_the_repository_or_the_work_is_never_swept(
+    tmp_path: Path,
+) -> None:
+    """A lock can name any folder as its cache: one that holds the repository, the trials'
+    work folder or the home folder (a cache at XDG_CACHE_HOME, where envguard's work is too)
+    is left alone, whatever is new in it."""
+    from envguard.bisect.trials import Untouched
+
+    repo, work = tmp_path / "repo", tmp_path / "xdg" / "envguard" / "bisect" / "run-1"
+    for folder in (repo, work):
+        folder.mkdir(parents=True)
+    guard = Untouched({repo: [repo], tmp_path / "xdg": [tmp_path / "xdg"], tmp_path / "other":
+                       [repo]}, spared=[repo, work])  # fmt: skip
+    (repo / "NOTES.md").write_text("mine")
+    (work / "trial-01").mkdir()
+    guard.sweep()
+    assert (repo / "NOTES.md").read_text() == "mine" and (work / "trial-01").is_dir()
+    assert set(guard.before) == {tmp_path / "other"}
 
 
 @pytest.mark.parametrize("width", [80, 160, 240])

@@ -239,9 +239,24 @@ class Trials:
         if why and not self.overrides.no_index:  # some pins must come from uv's cache
             self.notes.append(why)
         self.code = _Code(sides, self.moves, self.notes) if _has_code(sides) else None
-        self.untouched = Untouched(
-            Path(c.path) for snap in (sides.good, sides.bad) for c in snap.caches
-        )
+        self.untouched = Untouched(self._copies(), spared=self._spared())
+
+    def _copies(self) -> dict[Path, list[Path]]:
+        """Each cache folder of the user's (GOOD's and BAD's) → what the trials copy of it:
+        GOOD's from the lock's archive, unpacked; BAD's from the folder itself."""
+        copies: dict[Path, list[Path]] = {}
+        for c in self.sides.good.caches:
+            if c.kind in self.warm:
+                copies.setdefault(Path(c.path), []).append(self.warm[c.kind])
+        for c in self.sides.bad.caches:
+            copies.setdefault(Path(c.path), []).append(Path(c.path))
+        return copies
+
+    def _spared(self) -> list[Path]:
+        from envguard._fs import user_cache_dir
+
+        roots = [self.work.root, Path.home(), user_cache_dir()]
+        return roots + ([self.code.root] if self.code is not None else [])
 
     def __call__(self, applied: frozenset[Move]) -> Measured:
         index = len(self.timings) + 1
@@ -404,52 +419,85 @@ class Trials:
 class Untouched:
     """The user's cache folders, kept as they were before the first trial.
 
-    A warm cache copied for a trial still names the folder it was built in: Inductor's
-    compiled code records its kernels' paths, and torch writes each kernel's autotuning result
+    A cache copied for a trial still names the folder it was built in: Inductor's compiled
+    code records its kernels' paths, and torch writes each kernel's autotuning result
     (``.best_config``) beside that path, so a trial's torch writes into the user's cache,
     recreating it where it was deleted (seen on the H200: 17 files in the GOOD trial). After
-    every run, what was not there before is removed, the folders made for it too; a file
-    that was there and changed is said, since nothing can put it back.
+    every run, an autotuning result new in a user's cache folder, in a folder that a copy the
+    trials were given holds (``xq/<hash>.best_config`` beside ``xq/cxq3dj….py``), is removed,
+    and the folders made for it; anything else new there is another writer's (a job sharing
+    ``/tmp/torchinductor_$USER``, the user) and stays, said. A changed file is said, since
+    nothing can put it back. A folder that holds the repository, the work folder or the home
+    folder is never swept: a lock can name any path as its cache.
     """
 
-    def __init__(self, folders: Iterable[Path]) -> None:
-        roots = {Path(os.path.normpath(f.absolute())) for f in folders}
+    def __init__(self, copies: Mapping[Path, Iterable[Path]], spared: Iterable[Path]) -> None:
+        """``copies``: each cache folder of the user's → the folders the trials copy it from
+        (GOOD's unpacked archive, or the folder itself); ``spared``: what no sweep may touch."""
+        kept = [_normal(p) for p in spared]
+        roots: dict[Path, set[str]] = {}
+        for folder, sources in copies.items():
+            root = _normal(folder)
+            if any(p == root or p.is_relative_to(root) for p in kept):
+                continue
+            named = roots.setdefault(root, set())
+            for source in sources:
+                listed = _listing(source)
+                named.update(_folder(rel) for rel in (listed[0] if listed else {}))
+        self.named = roots  # the folders the trials' copies hold, where their kernels lie
         self.before = {root: _listing(root) for root in sorted(roots)}
         # the folders above a cache that is gone, up to the first that is there: torch makes
         # them when it writes the cache back (a deleted /x/cache with its /x/cache/inductor)
         self.made = {root: _missing_parents(root) for root in self.before}
         self.removed = dict.fromkeys(self.before, 0)  # files removed, all runs together
+        self.others = dict.fromkeys(self.before, 0)  # new files left (the most after a run)
         self.changed = dict.fromkeys(self.before, 0)  # files changed (the most in one run)
 
     def sweep(self) -> None:
-        """After a run: the folders as they were, but for the files it changed."""
+        """After a run: the folders as they were, but for what another wrote or it changed."""
         for root, before in self.before.items():
-            added, changed = self._sweep(root, before)
-            self.removed[root] += added
+            removed, others, changed = self._sweep(root, before)
+            self.removed[root] += removed
+            self.others[root] = max(self.others[root], others)
             self.changed[root] = max(self.changed[root], changed)
 
     def notes(self) -> list[str]:
-        return [_touched_note(root, self.removed[root], self.changed[root])
-                for root in self.before if self.removed[root] or self.changed[root]]  # fmt: skip
+        return [_touched_note(root, self.removed[root], self.others[root], self.changed[root])
+                for root in self.before
+                if self.removed[root] or self.others[root] or self.changed[root]]  # fmt: skip
 
-    def _sweep(self, root: Path, before: _Listing | None) -> tuple[int, int]:
+    def _sweep(self, root: Path, before: _Listing | None) -> tuple[int, int, int]:
         now = _listing(root)
         if now is None:
-            return 0, 0
+            return 0, 0, 0
         files, dirs = before if before is not None else ({}, set())
-        added = [rel for rel in now[0] if rel not in files]
+        new = [rel for rel in now[0] if rel not in files]
+        ours = [rel for rel in new
+                if rel.endswith(_BESIDE_KERNEL) and _folder(rel) in self.named[root]]  # fmt: skip
         changed = sum(1 for rel, seen in now[0].items() if rel in files and files[rel] != seen)
-        for rel in added:
+        for rel in ours:
             with contextlib.suppress(OSError):
                 (root / rel).unlink()
         for rel in sorted(now[1] - dirs, key=len, reverse=True):  # the deepest first
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # one that holds anything else stays
                 (root / rel).rmdir()
         if before is None:
             for folder in (root, *self.made[root]):
-                with contextlib.suppress(OSError):  # one that holds anything else stays
+                with contextlib.suppress(OSError):
                     folder.rmdir()
-        return len(added), changed
+        return len(ours), len(new) - len(ours), changed
+
+
+def _normal(path: Path) -> Path:
+    return Path(os.path.normpath(path.absolute()))
+
+
+# what torch writes beside a kernel it loads from a cache, at the path the cache names
+_BESIDE_KERNEL = ".best_config"
+
+
+def _folder(rel: str) -> str:
+    return rel.rpartition("/")[0]
 
 
 def _missing_parents(root: Path) -> list[Path]:
@@ -482,15 +530,18 @@ def _listing(root: Path) -> _Listing | None:
     return files, dirs
 
 
-def _touched_note(root: Path, removed: int, changed: int) -> str:
+def _touched_note(root: Path, removed: int, others: int, changed: int) -> str:
     said = []
     if removed:
         said.append(f"{removed} file(s) the trials' command wrote into your cache {root} were "
                     "removed")  # fmt: skip
     if changed:
         said.append(f"{changed} file(s) it changed in your cache {root} could not be put back")
-    why = "a warm cache copied elsewhere still names the folder it was built in"
-    return f"{'; '.join(said)} ({why})"
+    why = " (a cache copied elsewhere still names the folder it was built in)" if said else ""
+    if others:
+        said.append(f"{others} other new file(s) in your cache {root} were left: none is a "
+                    "trial's autotuning result, so another job may have written them")  # fmt: skip
+    return "; ".join(said) + why
 
 
 def _sources(sides: Sides, overrides: Overrides) -> tuple[Overrides, str]:
