@@ -497,3 +497,56 @@ def test_a_child_the_command_leaves_running_ends_with_its_run(
     alive = [p for p in left if psutil.pid_exists(p)
              and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # fmt: skip
     assert alive == []
+
+
+def test_a_command_naming_the_script_by_its_absolute_path_runs_the_trials_copy(
+    here: Incident,
+) -> None:
+    """``torchrun $PWD/train.py``: the path inside the repository is the trial's copy's, as a
+    PYTHONPATH entry there is, else every trial runs the working tree's script (with BAD's
+    patch) and GOOD and BAD measured alike."""
+    env = {**here.env, "BENCH_SLOW_WHEN": "patch"}
+    script = str(here.root / "bench.py")
+    code, out, err = invoke("bisect", *here.indexes(), *METRIC, "--json", "--", "python",
+                            script, env=env)  # fmt: skip
+    assert code == 0, err
+    assert [c["subject"] for c in _json(out)["culprits"]] == ["uncommitted patch"]
+
+
+def test_a_refusal_says_what_bisect_noted(here: Incident) -> None:
+    """The lock's saved caches damaged: GOOD cannot have its warm cache, so GOOD and BAD
+    measure alike. The refusal is the one line said; it carries why (it said only "measure
+    alike", while diff named the cache critical)."""
+    archive = here.lock.with_name("train.envguard-caches.tar.gz")
+    saved = archive.read_bytes()
+    try:
+        archive.write_bytes(saved[: len(saved) // 2])
+        code, _, err = here.bisect(*METRIC, slow="cache")
+    finally:
+        archive.write_bytes(saved)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: no regression to bisect: GOOD 4.3 and BAD 4.3 Ktok/s")
+    assert "the lock's saved caches cannot be unpacked for the trials" in line
+
+
+def test_exit_statuses_read_as_such_and_one_move_is_named() -> None:
+    """Where exit statuses decide, the culprit's effect reads as GOOD and BAD do ("exit 0 →
+    fails", not "0 → 1"); BAD of one move is that move, not "all 1 move"."""
+    from envguard.bisect.moves import Move
+    from envguard.output.human import Human
+    from envguard.results.bisect import BisectDone, Culprit, TrialRow
+
+    move = Move(kind="packages", subject="addon", old="absent", new="1.0", members=("addon",))
+    done = BisectDone(
+        lock="l.toml", venv=".venv", repo=".", command=("./check.sh",), metric="",
+        direction="", unit="", runs=1, tolerance=0.25, good=0.0, bad=1.0, moves=(move,),
+        trials=(TrialRow(index=1, applied=(), values=(0.0,), value=0.0, verdict="good",
+                         seconds=0.1, build_seconds=0),
+                TrialRow(index=2, applied=(move,), values=(1.0,), value=1.0, verdict="bad",
+                         seconds=0.1, build_seconds=0)),
+        culprits=(Culprit(move=move, alone=1.0, fix=()),),
+    )  # fmt: skip
+    screen = Human().format(done)
+    assert "culprit   addon absent → 1.0: exit 0 → fails" in screen
+    assert "    2  addon (BAD)" in screen and "all 1 move" not in screen

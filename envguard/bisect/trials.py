@@ -325,17 +325,22 @@ class Trials:
             self.tell(Event(trial=index, applied=ordered, run=i, runs=runs, values=tuple(values)))
             place = folder / f"run-{i}"
             env = self._environ(applied, venv, tree, place)
-            done = self._run_once(env, self._cwd(tree), place)
+            done = self._run_once(env, self._cwd(tree), place, tree)
             if done.value is None:
                 return Measured(values=tuple(values), failure=done.why)
             values.append(done.value)
         return Measured(values=tuple(values))
 
-    def _run_once(self, env: dict[str, str], cwd: Path, place: Path) -> metric.Run:
+    def _run_once(
+        self, env: dict[str, str], cwd: Path, place: Path, tree: Path | None
+    ) -> metric.Run:
+        command = self.settings.command
+        if tree is not None and self.code is not None:
+            command = _command_in(command, self.code.root, tree)
         started = time.monotonic()
         place.mkdir(parents=True, exist_ok=True)
         try:
-            done = _run.run_group(self.settings.command, timeout=self.settings.timeout,
+            done = _run.run_group(command, timeout=self.settings.timeout,
                                   env=env, cwd=cwd, output=place / "output")  # fmt: skip
         except CommandError as exc:  # not found, or past --timeout
             return metric.Run(value=None, why=str(exc))
@@ -604,6 +609,20 @@ def _rebased(value: str, root: Path, tree: Path) -> str:
         else:
             out.append(str(tree / rel))
     return os.pathsep.join(out)
+
+
+def _command_in(argv: tuple[str, ...], root: Path, tree: Path) -> tuple[str, ...]:
+    """The command's absolute paths inside the user's repository (``torchrun $PWD/train.py``,
+    ``--config=/repo/conf.yaml``), pointed at the trial's copy, as PYTHONPATH's are: else
+    every trial runs the working tree's script, and the code's moves change nothing."""
+    out = []
+    for arg in argv:
+        flag, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+        if value.startswith("/"):
+            rebased = _rebased(value, root, tree)
+            arg = f"{flag}{eq}{rebased}" if eq else rebased
+        out.append(arg)
+    return tuple(out)
 
 
 def _has_code(sides: Sides) -> bool:
