@@ -136,8 +136,9 @@ def _ended(
     done: BisectDone, outcome: search.Outcome[moves.Move], sides: trials.Sides, venv: Path
 ) -> BisectDone:
     refusal = _refusal(done, outcome)
-    if refusal:
-        return dataclasses.replace(done, refusal=refusal)
+    if refusal:  # an error line, the only thing said: what bisect noted may be why
+        said = f"{refusal} ({'; '.join(done.notes)})" if done.notes else refusal
+        return dataclasses.replace(done, refusal=said)
     if outcome.stop:
         return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects)
     culprits = tuple(

@@ -671,8 +671,8 @@ class Human:
         def applied(t: TrialRow, room: int) -> str:
             if not t.applied:
                 return "nothing (GOOD)"
-            if len(t.applied) == every:
-                return f"all {plural(every, 'move')} (BAD)"
+            if len(t.applied) == every:  # one move alone is named
+                return f"{t.applied[0].label} (BAD)" if every == 1 else f"all {every} moves (BAD)"
             return _fitted([m.label for m in t.applied], room)
 
         # the column an 80-column screen has; a wider one grows it only as far as a row needs,
@@ -693,20 +693,19 @@ class Human:
                     yield self.p.paint(line, "dim")
 
     def _bisect_culprits(self, r: BisectDone, unit: str) -> Iterator[str]:
-        from envguard.bisect.metric import number
         from envguard.bisect.moves import shell
 
         if r.stop:
             among = ", ".join(m.subject for m in r.suspects)
             yield from wrap(f"among {among}", self.p.width, INDENT, first="suspects  ")
             return
-        good = number(r.good)
+        good = self._bisect_value(r, r.good)  # exit 0 → fails, where exit statuses decide
         if len(r.culprits) > 1:
-            yield from wrap(f"together: {good} → {number(r.together)}{unit}", self.p.width,
-                            INDENT, first="culprits  ")  # fmt: skip
+            yield from wrap(f"together: {good} → {self._bisect_value(r, r.together)}{unit}",
+                            self.p.width, INDENT, first="culprits  ")  # fmt: skip
         for c in r.culprits:
             m = c.move
-            effect = f"{good} → {number(c.alone)}{unit}"
+            effect = f"{good} → {self._bisect_value(r, c.alone)}{unit}"
             said = f"{m.subject} {m.old} → {_short_new(m.old, m.new)}: "
             said += effect if len(r.culprits) == 1 else f"alone {effect}"
             alone = len(r.culprits) == 1
