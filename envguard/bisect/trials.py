@@ -269,9 +269,9 @@ class Trials:
         self.tell(Event(trial=index, applied=ordered, run=0, runs=self.settings.runs))
         tree: Path | None = None
         try:
-            try:
-                venv = self._venv(applied, folder / "venv")
+            try:  # the code first: a project installed editable is installed from it
                 tree = self.code.build(applied, folder / "code", self.work) if self.code else None
+                venv = self._venv(applied, folder / "venv", tree)
             except Unbuildable as exc:
                 return Measured(failure=str(exc), unbuildable=True)
             built = time.monotonic() - started
@@ -288,7 +288,7 @@ class Trials:
 
     # -- the venv --
 
-    def _venv(self, applied: frozenset[Move], where: Path) -> Path:
+    def _venv(self, applied: frozenset[Move], where: Path, tree: Path | None) -> Path:
         good = self.sides.good
         lock = trial_packages(good, self.sides.bad, applied)
         planned = plan_for(lock, where, None, self.overrides)
@@ -296,7 +296,10 @@ class Trials:
             from envguard.output.human import skipped_line
 
             raise Unbuildable(f"cannot pin {'; '.join(map(skipped_line, planned.skipped[:3]))}")
-        planned = dataclasses.replace(planned, pins=tuple(_exact(p) for p in planned.pins))
+        pins = (_exact(p) for p in planned.pins)
+        if tree is not None and self.code is not None:
+            pins = (_editable_in(p, self.code.root, tree) for p in pins)
+        planned = dataclasses.replace(planned, pins=tuple(pins))
         reqs = where.with_name("requirements.txt")
         reqs.write_text(requirements_text(planned), encoding="utf-8")
         try:
@@ -569,6 +572,17 @@ def _exact(pin: Pin) -> Pin:
     if sep and name in catalog.BUILDS and "+" not in version and not version.startswith("="):
         return dataclasses.replace(pin, requirement=f"{name}==={version}")
     return pin
+
+
+def _editable_in(pin: Pin, root: Path, tree: Path) -> Pin:
+    """A project installed editable from the user's repository (``uv pip install -e .``, the
+    usual layout) is installed from the trial's copy: else every trial imports the working
+    tree, BAD's patch included, and the code's moves change nothing."""
+    editable, sep, path = pin.requirement.partition("-e ")
+    if editable or not sep:
+        return pin
+    rebased = _rebased(path, root, tree)
+    return pin if rebased == path else dataclasses.replace(pin, requirement=f"-e {rebased}")
 
 
 def _check_built(lock: Snapshot, venv: Path) -> None:

@@ -14,6 +14,7 @@ def committed(root: Path, files: Mapping[str, str], env: Mapping[str, str] | Non
     ``env``: git's, for its identity (by default this process's)."""
     root.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)  # src/pkg/__init__.py
         (root / name).write_text(text)
     for args in (("init", "-q", "-b", "main"), ("add", "."), ("commit", "-q", "-m", "known good")):
         run(["git", "-C", str(root), *args], env=env, timeout=300)
