@@ -608,3 +608,14 @@ def test_a_project_installed_editable_is_installed_from_the_trials_copy(
     result = _json(out)
     assert (result["good"], result["bad"]) == (10.0, 4.0)
     assert [c["subject"] for c in result["culprits"]] == ["uncommitted patch"]
+
+
+def test_a_user_git_config_with_autocrlf_changes_nothing(here: Incident, tmp_path: Path) -> None:
+    """core.autocrlf=true in the user's global config: a trial's worktree came out CRLF, the
+    patch (diffed with autocrlf off) did not apply, and BAD "cannot be built"."""
+    config = tmp_path / "gitconfig"
+    config.write_text("[core]\n\tautocrlf = true\n")
+    code, out, err = here.bisect(*METRIC, "--json", slow="patch",
+                                 env={"GIT_CONFIG_GLOBAL": str(config)})  # fmt: skip
+    assert code == 0, err
+    assert [c["subject"] for c in _json(out)["culprits"]] == ["uncommitted patch"]

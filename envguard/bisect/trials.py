@@ -165,7 +165,10 @@ class Workspace:
         """``tree``: a detached worktree of ``repo`` at ``commit``, known before git makes
         it, so that an interrupted ``worktree add`` is cleaned too."""
         self._worktrees.append((repo, tree))
-        _git_run(repo, *_NO_HOOKS, "worktree", "add", "--detach", "--quiet", str(tree), commit)
+        # checked out as the blobs are: the recorded patch was diffed with autocrlf off (a
+        # user's core.autocrlf=true made every line CRLF on checkout, and it did not apply)
+        _git_run(repo, *_NO_HOOKS, "-c", "core.autocrlf=false", "worktree", "add", "--detach",
+                 "--quiet", str(tree), commit)  # fmt: skip
 
     def done(self, tree: Path) -> None:
         """The trial of ``tree`` ended: its worktree goes (under --keep, as a plain copy)."""
