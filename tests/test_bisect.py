@@ -59,7 +59,8 @@ for entry in pathlib.Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).glob("fxgraph/*
             best = pathlib.Path(line[len("# kernel: "):]).parent / "0bb4e375.best_config"
             best.parent.mkdir(parents=True, exist_ok=True)
             best.write_text('{"XBLOCK": 512, "num_warps": 8}')
-slow = all(facts.get(f) for f in os.environ.get("BENCH_SLOW_WHEN", "speedlib").split("+"))
+slow = any(all(facts.get(f) for f in either.split("+"))  # "speedlib|env": either alone
+           for either in os.environ.get("BENCH_SLOW_WHEN", "speedlib").split("|"))
 log = os.environ.get("BENCH_LOG")
 if log:  # one line a run, of what it had
     with open(log, "a") as f:
@@ -152,11 +153,11 @@ def _applied(trial: dict) -> set[str]:  # type: ignore[type-arg]
 @pytest.mark.parametrize(
     ("slow", "culprits", "trials"),
     [
-        ("speedlib", {"speedlib"}, 6),
-        ("patch", {"uncommitted patch"}, 5),
-        ("cache", {"Inductor cache"}, 5),
-        ("env", {"CUDA_LAUNCH_BLOCKING"}, 6),
-        ("patch+env", {"uncommitted patch", "CUDA_LAUNCH_BLOCKING"}, 10),
+        ("speedlib", {"speedlib"}, 7),
+        ("patch", {"uncommitted patch"}, 6),
+        ("cache", {"Inductor cache"}, 6),
+        ("env", {"CUDA_LAUNCH_BLOCKING"}, 7),
+        ("patch+env", {"uncommitted patch", "CUDA_LAUNCH_BLOCKING"}, 11),
     ],
 )
 def test_each_culprit_is_found_exactly(
@@ -169,7 +170,8 @@ def test_each_culprit_is_found_exactly(
         "helper", "speedlib", "uncommitted patch", "Inductor cache", "CUDA_LAUNCH_BLOCKING",
     ]  # fmt: skip
     assert {c["subject"] for c in result["culprits"]} == culprits
-    assert len(result["trials"]) == trials
+    assert len(result["trials"]) == trials  # the last, BAD with the culprits put back: good
+    assert result["put_back"] == {"value": 21.5, "verdict": "good"}
     assert (result["good"], result["bad"]) == (21.5, 4.3)
     if len(culprits) == 1:
         (culprit,) = result["culprits"]
@@ -225,13 +227,13 @@ def test_the_screen_at_80_columns_and_nothing_of_the_users_touched(here: Inciden
     assert code == 0, err
     lines = out.splitlines()
     assert all(len(line) <= 80 for line in lines), out
-    assert lines[0].startswith("Culprit: speedlib 1.0 → 2.0 (6 trials, ")
+    assert lines[0].startswith("Culprit: speedlib 1.0 → 2.0 (7 trials, ")
     assert lines[1] == "GOOD      21.5 Ktok/s  lockfiles/train.envguard.toml"
     assert (
         lines[2] == "BAD        4.3 Ktok/s  .venv, with the working tree, caches and variables here"
     )
-    table = lines[lines.index(next(ln for ln in lines if ln.startswith("trial"))) + 1 :][:6]
-    assert [ln.split()[0] for ln in table] == ["1", "2", "3", "4", "5", "6"]
+    table = lines[lines.index(next(ln for ln in lines if ln.startswith("trial"))) + 1 :][:7]
+    assert [ln.split()[0] for ln in table] == ["1", "2", "3", "4", "5", "6", "7"]
     assert "nothing (GOOD)" in table[0] and "all 5 moves (BAD)" in table[1]
     assert table[5].split()[1:5] == ["speedlib", "(+1)", "4.3", "bad"]
     assert "culprit   speedlib 1.0 → 2.0: 21.5 → 4.3 Ktok/s" in lines
@@ -268,6 +270,7 @@ def test_a_broken_trial_is_never_counted_bad(here: Incident, tmp_path: Path) -> 
         (["helper", "speedlib", "uncommitted patch"], "broken"),
         (["CUDA_LAUNCH_BLOCKING", "Inductor cache"], "bad"),
         (["Inductor cache"], "bad"),
+        (["CUDA_LAUNCH_BLOCKING", "helper", "speedlib", "uncommitted patch"], "good"),
     ]
     assert "model.SLOW needs CUDA_LAUNCH_BLOCKING" in result["trials"][2]["failure"]
     assert result["work"] == str(keep)
@@ -295,9 +298,14 @@ exec {uv_bin()} "$@"
     assert code == 0, err
     result = _json(out)
     assert [c["subject"] for c in result["culprits"]] == ["speedlib"]
-    assert len(result["trials"]) == 6
-    (refused,) = [t for t in result["trials"] if t["verdict"] == "unbuildable"]
+    assert len(result["trials"]) == 7
+    # helper beside speedlib 1.0: alone, and in BAD with speedlib put back (the fix, tried)
+    refused, put_back = [t for t in result["trials"] if t["verdict"] == "unbuildable"]
     assert _applied(refused) == {"helper"} and refused["value"] is None
+    assert "speedlib" not in _applied(put_back) and "helper" in _applied(put_back)
+    assert result["put_back"] == {"value": None, "verdict": "unbuildable"}
+    assert any(n.startswith("BAD with speedlib put back could not be measured (uv refuses")
+               for n in result["notes"])  # fmt: skip
     assert "uv refuses these pins" in refused["failure"]
     assert "cannot be installed beside speedlib 1.0" in refused["failure"]
 
@@ -311,7 +319,7 @@ def test_without_a_metric_the_exit_status_decides(here: Incident, tmp_path: Path
     assert [c["subject"] for c in result["culprits"]] == ["CUDA_LAUNCH_BLOCKING"]
     assert (result["good"], result["bad"]) == (0.0, 1.0)
     assert [t["values"] for t in result["trials"][:2]] == [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
-    assert len(result["trials"]) == 6 and len(log.read_text().splitlines()) == 18
+    assert len(result["trials"]) == 7 and len(log.read_text().splitlines()) == 21
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
@@ -493,7 +501,7 @@ def test_a_child_the_command_leaves_running_ends_with_its_run(
     assert [c["subject"] for c in _json(out)["culprits"]] == ["speedlib"]
     assert time.monotonic() - started < 20
     left = [int(p) for p in pids.read_text().split()]
-    assert len(left) == 6  # one a trial
+    assert len(left) == 7  # one a trial
     alive = [p for p in left if psutil.pid_exists(p)
              and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # fmt: skip
     assert alive == []
@@ -619,3 +627,15 @@ def test_a_user_git_config_with_autocrlf_changes_nothing(here: Incident, tmp_pat
                                  env={"GIT_CONFIG_GLOBAL": str(config)})  # fmt: skip
     assert code == 0, err
     assert [c["subject"] for c in _json(out)["culprits"]] == ["uncommitted patch"]
+
+
+def test_a_second_fact_that_costs_it_alone_is_said(here: Incident) -> None:
+    """speedlib 2.0 and CUDA_LAUNCH_BLOCKING each cost the whole gap: the search names the
+    first; BAD with it put back, tried last, is still slow, and the screen says so (putting
+    speedlib back alone would not bring the throughput back)."""
+    code, out, err = here.bisect(*METRIC, slow="speedlib|env")
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "culprit speedlib 1.0 → 2.0: 21.5 → 4.3 Ktok/s" in said
+    assert ("BAD with speedlib put back still measures 4.3 Ktok/s: another drifted fact costs "
+            "it too; put speedlib back and bisect again") in said  # fmt: skip

@@ -66,7 +66,7 @@ def test_the_bisect_act_finds_torchs_build_before_the_cure(tmp_path: Path) -> No
     assert words[words.index("--metric") + 1] == "throughput: ([0-9.]+)"
     assert words[-3:] == ["--", "python", "bench.py"] and "wheels-after/" in words
     culprit = next(line for line in screen if line.startswith("Culprit"))
-    assert culprit.startswith("Culprit: torch 2.11.0+cu128 → +cu130 (5 trials, ")
+    assert culprit.startswith("Culprit: torch 2.11.0+cu128 → +cu130 (6 trials, ")
     assert "culprit   torch 2.11.0+cu128 → +cu130: 21.5 → 4.3 Ktok/s" in screen
     # the cure that follows is the demo's as ever: bisect changed nothing of the project's
     assert "Restored .venv: 8 packages match the lock" in out[restore:]

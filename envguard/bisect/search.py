@@ -12,10 +12,13 @@ first splits the moves in halves and keeps the half that is bad, as ``git bisect
 one culprit among 5 moves costs 5 or 6 trials; when no half is bad alone (two moves that
 cost it only together) it cuts finer and tries complements, until removing any one move of
 the set leaves it good. Trials that say nothing are stepped around, never counted as bad.
+Last, BAD with the culprits put back is measured (one trial more, unless one already did):
+good when they are the whole regression, else another move costs it too.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -84,6 +87,14 @@ class Outcome(Generic[T]):
     suspects: tuple[T, ...] = ()  # where the culprits are, as far as the search got
     stop: str = ""
     scale: Scale | None = None
+
+    def put_back(self) -> Trial[T] | None:
+        """BAD with the culprits put back (every other move applied): good when they are
+        the whole regression; None when not measured (no culprits, or --max-trials)."""
+        if not self.culprits:
+            return None
+        every = frozenset().union(*(t.applied for t in self.trials))
+        return self.trial(every - frozenset(self.culprits))
 
     def trial(self, applied: frozenset[T]) -> Trial[T] | None:
         return next((t for t in self.trials if t.applied == applied), None)
@@ -159,6 +170,10 @@ def bisect(
         return session.outcome(stop="max-trials")
     if not _minimal(found, session):
         return session.outcome(stop="unresolved")
+    # the fix, tried: BAD without the culprits is good unless another move costs it too (two
+    # that each fail the command alone: ddmin finds the first)
+    with contextlib.suppress(_Exhausted):
+        session.get(frozenset(moves) - frozenset(found))
     return session.outcome(culprits=tuple(found))
 
 

@@ -149,8 +149,32 @@ def _ended(
         )
         for m in outcome.culprits
     )
+    tried = outcome.put_back()
+    notes = done.notes
+    if tried is not None and tried.verdict != search.GOOD:
+        notes = (*notes, _put_back_note(done, outcome, tried))
     return dataclasses.replace(
-        done, culprits=culprits, together=_value(outcome, frozenset(outcome.culprits))
+        done, culprits=culprits, together=_value(outcome, frozenset(outcome.culprits)),
+        put_back=tried.measured.value if tried is not None else None,
+        put_back_verdict=tried.verdict if tried is not None else "", notes=notes,
+    )  # fmt: skip
+
+
+def _put_back_note(
+    done: BisectDone, outcome: search.Outcome[moves.Move], tried: search.Trial[moves.Move]
+) -> str:
+    """BAD with the culprits put back is not good: another move costs it too (each of two
+    enough alone), or the trial said nothing."""
+    names = " and ".join(m.subject for m in outcome.culprits)
+    if tried.measured.value is None:
+        return f"BAD with {names} put back could not be measured ({tried.measured.failure})"
+    unit = f" {done.unit}" if done.unit else ""
+    value = number(tried.measured.value) if done.metric else (
+        "exit 0" if tried.measured.value == 0 else "fails")  # fmt: skip
+    how = "part of the gap" if tried.verdict == search.PARTIAL else "it"
+    return (
+        f"BAD with {names} put back still measures {value}{unit}: another drifted fact costs "
+        f"{how} too; put {names} back and bisect again"
     )
 
 
