@@ -639,3 +639,35 @@ def test_a_second_fact_that_costs_it_alone_is_said(here: Incident) -> None:
     assert "culprit speedlib 1.0 → 2.0: 21.5 → 4.3 Ktok/s" in said
     assert ("BAD with speedlib put back still measures 4.3 Ktok/s: another drifted fact costs "
             "it too; put speedlib back and bisect again") in said  # fmt: skip
+
+
+def test_files_git_ignores_are_said_and_found_by_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """data/ ignored by git is in no trial's copy: by a relative path GOOD breaks, and the
+    refusal says why; by its absolute path (which names nothing in the copy) every trial reads
+    the one there is, and the patch is found."""
+    bench = ("import sys, model\nrate = float(open(sys.argv[1]).read())\n"
+             "print('throughput:', rate * (0.2 if model.SLOW else 1))\n")  # fmt: skip
+    root = committed(tmp_path / "proj", {".gitignore": ".venv/\ndata/\n", "bench.py": bench,
+                                         "model.py": "SLOW = False\n"})  # fmt: skip
+    (root / "data").mkdir()
+    (root / "data" / "shard0").write_text("21.5")
+    venv = make_venv(root / ".venv")
+    env: dict[str, str | None] = {
+        "VIRTUAL_ENV": str(venv), "ENVGUARD_CACHE_DIR": str(tmp_path / "eg-cache"),
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "NO_COLOR": "1",
+    }  # fmt: skip
+    monkeypatch.chdir(root)
+    assert invoke("snapshot", "-q", env=env)[0] == 0
+    git(root, "add", "lockfiles")
+    git(root, "commit", "-q", "-m", "lock")
+    (root / "model.py").write_text("SLOW = True\n")
+    code, _, err = invoke("bisect", "--offline", *METRIC, "--", "python", "bench.py",
+                          "data/shard0", env=env)  # fmt: skip
+    assert code == 2 and "GOOD breaks the command" in err
+    assert "data/: ignored by git, so not in the trials' copies of the repository" in err
+    code, out, err = invoke("bisect", "--offline", *METRIC, "--json", "--", "python",
+                            "bench.py", str(root / "data" / "shard0"), env=env)  # fmt: skip
+    assert code == 0, err
+    assert [c["subject"] for c in _json(out)["culprits"]] == ["uncommitted patch"]

@@ -616,7 +616,8 @@ def _set(env: dict[str, str], name: str, value: str | None) -> None:
 
 def _rebased(value: str, root: Path, tree: Path) -> str:
     """PYTHONPATH's entries inside the user's repository, pointed at the trial's copy: the
-    trial imports its own code, not the working tree's."""
+    trial imports its own code, not the working tree's. One the copy lacks (a data folder git
+    ignores) stays the working tree's, which is the only one there is."""
     out = []
     for entry in value.split(os.pathsep):
         try:
@@ -624,7 +625,7 @@ def _rebased(value: str, root: Path, tree: Path) -> str:
         except ValueError:
             out.append(entry)
         else:
-            out.append(str(tree / rel))
+            out.append(str(tree / rel) if (tree / rel).exists() else entry)
     return os.pathsep.join(out)
 
 
@@ -672,6 +673,12 @@ class _Code:
                 "GOOD's code cannot be rebuilt byte for byte"
             )
         self.good_files = self._good_untracked(notes)
+        ignored = _ignored(repo, Path(sides.bad.venv.path), self.root)
+        if ignored:
+            more = f" and {len(ignored) - 3} more" if ignored[3:] else ""
+            notes.append(f"{', '.join(ignored[:3])}{more}: ignored by git, so not in the "
+                         "trials' copies of the repository (a command that reads them finds "
+                         "them by absolute path)")  # fmt: skip
 
     def build(self, applied: frozenset[Move], tree: Path, work: Workspace) -> Path:
         # without a HEAD move, what lies between the two commits is envguard's own files
@@ -721,6 +728,26 @@ class _Code:
                 notes.append(f"{u.path}: untracked in the lock, its content not recorded: GOOD's "
                              "trials run without it")  # fmt: skip
         return out
+
+
+_TOOL_LITTER = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".ipynb_checkpoints")
+
+
+def _ignored(repo: object, venv: Path, root: Path) -> list[str]:
+    """What git ignores in the repository (data/, checkpoints/, .env), folders whole, but the
+    venv and the tools' litter: a trial's worktree has none of it."""
+    listed = _git.output(repo, "ls-files", "--others", "--ignored", "--exclude-standard",
+                         "--directory", "-z", check=False)  # fmt: skip
+    out = []
+    for raw in listed.split(b"\0"):
+        path = raw.decode("utf-8", "replace").rstrip("/")
+        name = path.rpartition("/")[2]
+        if not path or name in _TOOL_LITTER or name.endswith((".pyc", ".egg-info")):
+            continue
+        if (root / path).resolve() in (venv.absolute(), venv.resolve()):
+            continue
+        out.append(path + "/" if raw.endswith(b"/") else path)
+    return out
 
 
 def _copy_file(source: Path | bytes, dest: Path) -> None:
