@@ -671,3 +671,22 @@ def test_files_git_ignores_are_said_and_found_by_absolute_path(
                             "bench.py", str(root / "data" / "shard0"), env=env)  # fmt: skip
     assert code == 0, err
     assert [c["subject"] for c in _json(out)["culprits"]] == ["uncommitted patch"]
+
+
+def test_what_a_killed_bisect_left_is_collected_by_the_next(here: Incident) -> None:
+    """kill -9 leaves the work folder and its worktrees registered in the user's repository
+    (``git worktree list`` shows them): the next bisect removes a folder whose owner no longer
+    runs, and git forgets its worktrees; one whose owner runs stays."""
+    base = Path(str(here.env["ENVGUARD_CACHE_DIR"])) / "bisect"
+    dead, alive = base / "run-killed", base / "run-running"
+    for folder, owner in ((dead, "999999999 1"), (alive, f"{os.getpid()} 0")):
+        folder.mkdir(parents=True)
+        (folder / "owner").write_text(owner)
+    from envguard.bisect.trials import _started
+
+    (alive / "owner").write_text(f"{os.getpid()} {_started(os.getpid())}\n")
+    git(here.root, "worktree", "add", "--detach", "-q", str(dead / "trial-02" / "code"), "HEAD")
+    code, _, err = here.bisect(*METRIC)
+    assert code == 0, err
+    assert not dead.exists() and alive.is_dir()
+    assert git(here.root, "worktree", "list", "--porcelain").count("worktree ") == 1

@@ -129,7 +129,9 @@ class Workspace:
 
             base = user_cache_dir() / "bisect"
             base.mkdir(parents=True, exist_ok=True)
+            _collect(base)
             self.root = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+            (self.root / _OWNER).write_text(f"{os.getpid()} {_started(os.getpid())}\n")
         return self
 
     def __exit__(
@@ -164,6 +166,10 @@ class Workspace:
     def worktree(self, repo: Path, commit: str, tree: Path) -> None:
         """``tree``: a detached worktree of ``repo`` at ``commit``, known before git makes
         it, so that an interrupted ``worktree add`` is cleaned too."""
+        if not any(known == repo for known, _ in self._worktrees):
+            # a bisect killed (-9) left its worktrees registered; their folders went with
+            # its work folder (_collect), and prune forgets what has no folder
+            _git_run(repo, "worktree", "prune", check=False)
         self._worktrees.append((repo, tree))
         # checked out as the blobs are: the recorded patch was diffed with autocrlf off (a
         # user's core.autocrlf=true made every line CRLF on checkout, and it did not apply)
@@ -185,6 +191,35 @@ class Workspace:
         with contextlib.suppress(Unbuildable):
             _git_run(repo, "worktree", "remove", "--force", "--force", str(tree), check=False)
         shutil.rmtree(tree, ignore_errors=True)
+
+
+_OWNER = "owner"  # a work folder's bisect: its pid and start time
+
+
+def _started(pid: int) -> str:
+    import psutil
+
+    try:
+        return f"{psutil.Process(pid).create_time():.0f}"
+    except psutil.Error:
+        return ""
+
+
+def _collect(base: Path) -> None:
+    """The work folders of bisects that are no longer running (killed by -9, the machine
+    gone down): removed, as their own exit would have. One whose owner runs (its pid alive,
+    started when it says) is another bisect's, and stays."""
+    for folder in base.glob("run-*"):
+        try:
+            pid, _, started = (folder / _OWNER).read_text().partition(" ")
+            alive = _started(int(pid)) == started.strip() != ""
+        except (OSError, ValueError):  # being made (a second ago), or gone meanwhile
+            try:
+                alive = time.time() - folder.stat().st_mtime < 60
+            except OSError:
+                continue
+        if not alive:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager
