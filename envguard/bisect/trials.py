@@ -779,8 +779,9 @@ def _ignored(repo: object, venv: Path, root: Path) -> list[str]:
         name = path.rpartition("/")[2]
         if not path or name in _TOOL_LITTER or name.endswith((".pyc", ".egg-info")):
             continue
-        if (root / path).resolve() in (venv.absolute(), venv.resolve()):
-            continue
+        where = (root / path).resolve()
+        if any(where.is_relative_to(v) for v in (venv.absolute(), venv.resolve())):
+            continue  # a uv venv ignores itself from within (its .gitignore: *), file by file
         out.append(path + "/" if raw.endswith(b"/") else path)
     return out
 
