@@ -167,3 +167,11 @@ def is_inside(path: Path, root: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+def normal(path: Path) -> Path:
+    """``path`` absolute, with ``.`` and ``..`` folded by name, as the user reads it: no
+    link is followed (where links lead is looked at on the disk, when unpacking), and
+    ``//etc`` is ``/etc`` (POSIX leaves a leading ``//`` to the system; Linux reads ``/``)."""
+    text = os.path.normpath(path.absolute())
+    return Path("/" + text.lstrip("/") if text.startswith("//") else text)

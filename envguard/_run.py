@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,8 +128,6 @@ def run_group(
 
 def _kill_group(pgid: int) -> None:
     """Whatever is left of a process group: SIGTERM, a moment to go, then SIGKILL."""
-    import time
-
     for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 0.0)):
         try:
             os.killpg(pgid, sig)

@@ -30,6 +30,7 @@ from envguard.demo.repo import committed
 from envguard.demo.wheels import build_wheel
 from tests.conftest import git, make_venv, uv_bin, uv_install
 from tests.project import invoke
+from tests.test_hostile_lock import in_tree_project
 
 BENCH = """\
 import os, pathlib, sys, time
@@ -560,41 +561,15 @@ def test_exit_statuses_read_as_such_and_one_move_is_named() -> None:
     assert "    2  addon (BAD)" in screen and "all 1 move" not in screen
 
 
-_SRC_BACKEND = """
-import base64, hashlib, os, zipfile
-
-def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src")
-    info = "speedy-1.0.dist-info"
-    files = {"_speedy.pth": src + "\\n",
-             info + "/METADATA": "Metadata-Version: 2.1\\nName: speedy\\nVersion: 1.0\\n",
-             info + "/WHEEL": "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
-    rows = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        rows.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
-    files[info + "/RECORD"] = "\\n".join([*rows, info + "/RECORD,,"]) + "\\n"
-    name = "speedy-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-    return name
-"""
-
-
 def test_a_project_installed_editable_is_installed_from_the_trials_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``uv pip install -e .`` of a src layout, the usual ML project: the venv's .pth names
     the working tree's src/, so every trial imported BAD's patched code and GOOD and BAD
     measured alike. A trial installs the project from its own copy."""
-    pyproject = (
-        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n\n'
-        '[project]\nname = "speedy"\nversion = "1.0"\n'
-    )
+    project = in_tree_project("speedy", on_path='os.path.join(here, "src")')
     root = committed(tmp_path / "proj", {
-        "pyproject.toml": pyproject, "backend.py": _SRC_BACKEND, ".gitignore": ".venv/\n",
-        "src/speedy/__init__.py": "SPEED = 10\n",
+        **project, ".gitignore": ".venv/\n", "src/speedy/__init__.py": "SPEED = 10\n",
         "bench.py": "import speedy\nprint('throughput:', speedy.SPEED)\n",
     })  # fmt: skip
     venv = make_venv(root / ".venv")

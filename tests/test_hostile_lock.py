@@ -33,13 +33,15 @@ else:  # pragma: no cover - 3.10 only
 Doc = dict[str, Any]
 
 # An in-tree PEP 517 backend, so that an editable project builds offline with no build
-# dependency: what `uv pip install -e` of a teammate's checkout needs.
-_BACKEND = """
+# dependency: what `uv pip install -e` of a teammate's checkout needs. NAME is the project;
+# its editable wheel's .pth puts ON_PATH (an expression of `here`, the project's folder) on
+# sys.path.
+_BACKEND_TEMPLATE = """
 import base64, hashlib, os, zipfile
 
 def _wheel(directory, files):
-    info = "legit-1.0.dist-info"
-    files = {**files, info + "/METADATA": "Metadata-Version: 2.1\\nName: legit\\nVersion: 1.0\\n",
+    info = "NAME-1.0.dist-info"
+    files = {**files, info + "/METADATA": "Metadata-Version: 2.1\\nName: NAME\\nVersion: 1.0\\n",
              info + "/WHEEL": "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
     rows = []
     for path, text in files.items():
@@ -47,7 +49,7 @@ def _wheel(directory, files):
         b64 = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
         rows.append(f"{path},sha256={b64},{len(text.encode())}")
     files[info + "/RECORD"] = "\\n".join([*rows, info + "/RECORD,,"]) + "\\n"
-    name = "legit-1.0-py3-none-any.whl"
+    name = "NAME-1.0-py3-none-any.whl"
     with zipfile.ZipFile(os.path.join(directory, name), "w") as zf:
         for path, text in files.items():
             zf.writestr(path, text)
@@ -55,20 +57,27 @@ def _wheel(directory, files):
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
     here = os.path.dirname(os.path.abspath(__file__))
-    return _wheel(wheel_directory, {"_legit.pth": here + "\\n"})
+    return _wheel(wheel_directory, {"_NAME.pth": ON_PATH + "\\n"})
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    return _wheel(wheel_directory, {"legit/__init__.py": ""})
+    return _wheel(wheel_directory, {"NAME/__init__.py": ""})
 """
-_PYPROJECT = """[build-system]
-requires = []
-build-backend = "backend"
-backend-path = ["."]
 
-[project]
-name = "legit"
-version = "1.0"
-"""
+
+def in_tree_project(name: str, on_path: str = "here") -> dict[str, str]:
+    """The files of project ``name`` 1.0 built by its own in-tree backend: pyproject.toml and
+    backend.py (an editable install puts ``on_path`` on sys.path: ``here``, its folder, or
+    ``os.path.join(here, "src")`` for a src layout)."""
+    pyproject = (
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n\n'
+        f'[project]\nname = "{name}"\nversion = "1.0"\n'
+    )
+    backend = _BACKEND_TEMPLATE.replace("NAME", name).replace("ON_PATH", on_path)
+    return {"pyproject.toml": pyproject, "backend.py": backend}
+
+
+_BACKEND = in_tree_project("legit")["backend.py"]
+_PYPROJECT = in_tree_project("legit")["pyproject.toml"]
 
 
 class Attack:

@@ -80,3 +80,11 @@ def number(value: float | None) -> str:
     if abs(value) >= 10_000:
         return f"{value:.0f}"
     return f"{value:.4g}"
+
+
+def said(value: float | None, *, exits: bool) -> str:
+    """A measured value as a screen says it: the metric's number, or, where exit statuses
+    decide, "exit 0" and "fails" (the median of runs that did both: "mixed")."""
+    if not exits or value is None:
+        return number(value)
+    return {GOOD_EXIT: "exit 0", BAD_EXIT: "fails"}.get(value, "mixed")

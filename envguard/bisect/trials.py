@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from envguard import _git, _run, catalog
+from envguard import _fs, _git, _run, catalog
 from envguard import uv as uv_backend
 from envguard.bisect import metric
 from envguard.bisect.moves import CACHE_VARS, HEAD, PATCH, Move, cache_kind, trial_packages
@@ -125,9 +125,7 @@ class Workspace:
             self.keep.mkdir(parents=True, exist_ok=True)
             self.root = self.keep.absolute()
         else:
-            from envguard._fs import user_cache_dir
-
-            base = user_cache_dir() / "bisect"
+            base = _fs.user_cache_dir() / "bisect"
             base.mkdir(parents=True, exist_ok=True)
             _collect(base)
             self.root = Path(tempfile.mkdtemp(prefix="run-", dir=base))
@@ -291,9 +289,7 @@ class Trials:
         return copies
 
     def _spared(self) -> list[Path]:
-        from envguard._fs import user_cache_dir
-
-        roots = [self.work.root, Path.home(), user_cache_dir()]
+        roots = [self.work.root, Path.home(), _fs.user_cache_dir()]
         return roots + ([self.code.root] if self.code is not None else [])
 
     def __call__(self, applied: frozenset[Move]) -> Measured:
@@ -480,18 +476,19 @@ class Untouched:
     def __init__(self, copies: Mapping[Path, Iterable[Path]], spared: Iterable[Path]) -> None:
         """``copies``: each cache folder of the user's → the folders the trials copy it from
         (GOOD's unpacked archive, or the folder itself); ``spared``: what no sweep may touch."""
-        kept = [_normal(p) for p in spared]
-        roots: dict[Path, set[str]] = {}
-        for folder, sources in copies.items():
-            root = _normal(folder)
-            if any(p == root or p.is_relative_to(root) for p in kept):
-                continue
-            named = roots.setdefault(root, set())
-            for source in sources:
-                listed = _listing(source)
-                named.update(_folder(rel) for rel in (listed[0] if listed else {}))
-        self.named = roots  # the folders the trials' copies hold, where their kernels lie
-        self.before = {root: _listing(root) for root in sorted(roots)}
+        kept = list(spared)
+        sources: dict[Path, list[Path]] = {}
+        for folder, copied in copies.items():
+            root = _fs.normal(folder)
+            if not any(_fs.is_inside(p, root) for p in kept):
+                sources.setdefault(root, []).extend(_fs.normal(c) for c in copied)
+        self.before = {root: _listing(root) for root in sorted(sources)}
+        # the folders the trials' copies hold, where their kernels lie (a live cache copied
+        # is its own listing, read once)
+        self.named: dict[Path, set[str]] = {}
+        for root, copied in sources.items():
+            listings = (self.before[root] if c == root else _listing(c) for c in copied)
+            self.named[root] = {_folder(rel) for listed in listings if listed for rel in listed[0]}
         # the folders above a cache that is gone, up to the first that is there: torch makes
         # them when it writes the cache back (a deleted /x/cache with its /x/cache/inductor)
         self.made = {root: _missing_parents(root) for root in self.before}
@@ -532,10 +529,6 @@ class Untouched:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
         return len(ours), len(new) - len(ours), changed
-
-
-def _normal(path: Path) -> Path:
-    return Path(os.path.normpath(path.absolute()))
 
 
 # what torch writes beside a kernel it loads from a cache, at the path the cache names
@@ -619,7 +612,7 @@ def _editable_in(pin: Pin, root: Path, tree: Path) -> Pin:
     editable, sep, path = pin.requirement.partition("-e ")
     if editable or not sep:
         return pin
-    rebased = _rebased(path, root, tree)
+    rebased = _in_tree(path, root, tree)
     return pin if rebased == path else dataclasses.replace(pin, requirement=f"-e {rebased}")
 
 
@@ -651,17 +644,18 @@ def _set(env: dict[str, str], name: str, value: str | None) -> None:
 
 def _rebased(value: str, root: Path, tree: Path) -> str:
     """PYTHONPATH's entries inside the user's repository, pointed at the trial's copy: the
-    trial imports its own code, not the working tree's. One the copy lacks (a data folder git
-    ignores) stays the working tree's, which is the only one there is."""
-    out = []
-    for entry in value.split(os.pathsep):
-        try:
-            rel = Path(entry).absolute().relative_to(root)
-        except ValueError:
-            out.append(entry)
-        else:
-            out.append(str(tree / rel) if (tree / rel).exists() else entry)
-    return os.pathsep.join(out)
+    trial imports its own code, not the working tree's."""
+    return os.pathsep.join(_in_tree(entry, root, tree) for entry in value.split(os.pathsep))
+
+
+def _in_tree(path: str, root: Path, tree: Path) -> str:
+    """A path inside the user's repository as the trial's copy has it; one the copy lacks (a
+    data folder git ignores) stays the working tree's, which is the only one there is."""
+    try:
+        rel = Path(path).absolute().relative_to(root)
+    except ValueError:
+        return path
+    return str(tree / rel) if (tree / rel).exists() else path
 
 
 def _command_in(argv: tuple[str, ...], root: Path, tree: Path) -> tuple[str, ...]:
@@ -672,8 +666,7 @@ def _command_in(argv: tuple[str, ...], root: Path, tree: Path) -> tuple[str, ...
     for arg in argv:
         flag, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
         if value.startswith("/"):
-            rebased = _rebased(value, root, tree)
-            arg = f"{flag}{eq}{rebased}" if eq else rebased
+            arg = flag + eq + _in_tree(value, root, tree)
         out.append(arg)
     return tuple(out)
 
@@ -779,8 +772,7 @@ def _ignored(repo: object, venv: Path, root: Path) -> list[str]:
         name = path.rpartition("/")[2]
         if not path or name in _TOOL_LITTER or name.endswith((".pyc", ".egg-info")):
             continue
-        where = (root / path).resolve()
-        if any(where.is_relative_to(v) for v in (venv.absolute(), venv.resolve())):
+        if _fs.is_inside(root / path, venv):
             continue  # a uv venv ignores itself from within (its .gitignore: *), file by file
         out.append(path + "/" if raw.endswith(b"/") else path)
     return out

@@ -169,8 +169,7 @@ def _put_back_note(
     if tried.measured.value is None:
         return f"BAD with {names} put back could not be measured ({tried.measured.failure})"
     unit = f" {done.unit}" if done.unit else ""
-    value = number(tried.measured.value) if done.metric else (
-        "exit 0" if tried.measured.value == 0 else "fails")  # fmt: skip
+    value = metric.said(tried.measured.value, exits=not done.metric)
     how = "part of the gap" if tried.verdict == search.PARTIAL else "it"
     return (
         f"BAD with {names} put back still measures {value}{unit}: another drifted fact costs "

@@ -657,11 +657,9 @@ class Human:
         yield from lines[1:]
 
     def _bisect_value(self, r: BisectDone, value: float | None) -> str:
-        from envguard.bisect.metric import number
+        from envguard.bisect.metric import said
 
-        if r.metric or value is None:
-            return number(value)
-        return {0.0: "exit 0", 1.0: "fails"}.get(value, "mixed")
+        return said(value, exits=not r.metric)
 
     def _bisect_trials(self, r: BisectDone) -> Iterator[str]:
         """One row a trial: what it applied, its metric and verdict, its time; why a trial

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import compat
-from envguard._fs import atomic_write
+from envguard._fs import atomic_write, normal
 from envguard._units import human_bytes
 from envguard.errors import CacheArchiveError, NotRestored
 from envguard.lockfile import compat_as_lists
@@ -128,7 +128,7 @@ def restore(
     if not archive.is_file():
         raise CacheArchiveError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
     environ = environ if environ is not None else dict(os.environ)
-    here = {k: _normal(p) for k, p in default_paths(environ).items()}
+    here = {k: normal(p) for k, p in default_paths(environ).items()}
     try:
         with _open(archive) as tar:
             targets = _targets(tar, archive, lock, here, tuple(allowed))
@@ -305,21 +305,13 @@ def _destination(
             "such cache; nothing was unpacked"
         )
     path = _plausible_cache(Path(cache.path))
-    if path not in {*here.values(), *(_normal(a.expanduser()) for a in allowed)}:
+    if path not in {*here.values(), *(normal(a.expanduser()) for a in allowed)}:
         raise NotRestored(
             f"refusing the lockfile's cache folder {path}: not one this environment uses; to "
             f"allow it: envguard restore --cache-dir {shlex.quote(str(path))} (or cache-dirs "
             "in [tool.envguard]); nothing was unpacked"
         )
     return path
-
-
-def _normal(path: Path) -> Path:
-    """``path`` absolute, with ``.`` and ``..`` folded by name, as the user reads it: no
-    link is followed (where links lead is looked at on the disk, when unpacking), and
-    ``//etc`` is ``/etc`` (POSIX leaves a leading ``//`` to the system; Linux reads ``/``)."""
-    text = os.path.normpath(path.absolute())
-    return Path("/" + text.lstrip("/") if text.startswith("//") else text)
 
 
 def _plausible_cache(path: Path) -> Path:
@@ -330,7 +322,7 @@ def _plausible_cache(path: Path) -> Path:
         raise NotRestored(
             f"refusing the cache folder {str(path)!r}: not an absolute path; nothing was unpacked"
         )
-    real, home = _normal(path), _normal(Path.home())
+    real, home = normal(path), normal(Path.home())
     if _is_system(real) or _is_home_folder(real, home):
         raise NotRestored(f"refusing to unpack a cache into {real}: not a cache folder")
     return real
