@@ -173,6 +173,11 @@ def test_each_culprit_is_found_exactly(
     assert {c["subject"] for c in result["culprits"]} == culprits
     assert len(result["trials"]) == trials  # the last, BAD with the culprits put back: good
     assert result["put_back"] == {"value": 21.5, "verdict": "good"}
+    # and nothing else said: no second cost, no file left in the user's cache, no ignored
+    # file (the venv ignores itself, and is no data of the user's)
+    (note,) = result["notes"]
+    assert "file(s) the trials' command wrote into your cache" in note
+    assert "other new file" not in note and "could not be put back" not in note
     assert (result["good"], result["bad"]) == (21.5, 4.3)
     if len(culprits) == 1:
         (culprit,) = result["culprits"]
