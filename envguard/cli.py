@@ -8,6 +8,7 @@ shows it too).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from envguard import __version__
+from envguard import __version__, _fs
 from envguard._entry import UI as _UI
 from envguard._entry import config as _config
 from envguard._entry import emit as _emit
@@ -35,18 +36,72 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
-def _flags_in_environ() -> Iterator[None]:
-    """--color and -vv travel as ENVGUARD_COLOR / ENVGUARD_DEBUG, so that the processes
-    envguard starts (the demo's) honour them too; put back afterwards for in-process callers."""
-    saved = {k: os.environ.get(k) for k in ("ENVGUARD_COLOR", "ENVGUARD_DEBUG")}
+def _process_state_kept() -> Iterator[None]:
+    """Whatever a command changes of the process is put back when it returns, for callers in
+    the same process (click's test runner, a notebook, a script calling :func:`cli`): the
+    environment (--color and -vv travel as ENVGUARD_COLOR / ENVGUARD_DEBUG, so that the
+    processes envguard starts honour them too), the working directory, the umask and the
+    SIGINT/SIGTERM handlers (restore and bisect turn SIGTERM into an interrupt)."""
+    environ = dict(os.environ)
+    cwd = _cwd()
+    mask = _fs.umask()
+    handlers = _signal_handlers()
+    _terminated.clear()
     try:
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
+        for key in [k for k in os.environ if k not in environ]:
+            del os.environ[key]
+        for key, value in environ.items():
+            if os.environ.get(key) != value:
                 os.environ[key] = value
+        if cwd is not None and _cwd() != cwd:
+            with contextlib.suppress(OSError):
+                os.chdir(cwd)
+        os.umask(mask)
+        _put_back_signal_handlers(handlers)
+        if _terminated and not _OWN_PROCESS:
+            _pass_on_sigterm()
+
+
+# Set by main(), envguard's own process: there a SIGTERM ends the command with exit 130, as
+# docs/exit-codes.md says. A caller in the same process gets the signal itself instead.
+_OWN_PROCESS = False
+_terminated: list[int] = []  # the SIGTERM that restore or bisect turned into an interrupt
+
+
+def _pass_on_sigterm() -> None:
+    """The SIGTERM a command caught, once it has put back what it was doing, delivered again
+    to the caller's own handler: under ``timeout -s TERM`` a test suite (or a script) that
+    called restore in-process ends, as it would have had envguard not been running."""
+    import signal
+
+    _terminated.clear()
+    signal.raise_signal(signal.SIGTERM)
+
+
+def _cwd() -> Path | None:
+    try:
+        return Path.cwd()
+    except OSError:  # removed under us: nothing to go back to
+        return None
+
+
+def _signal_handlers() -> dict[int, Any]:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}  # only the main thread may set them, so a command elsewhere sets none
+    return {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _put_back_signal_handlers(handlers: dict[int, Any]) -> None:
+    import signal
+
+    for sig, handler in handlers.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
 
 
 def _common(command: F) -> F:
@@ -126,7 +181,7 @@ class _Group(click.Group):
         extra["standalone_mode"] = False
         _UI.command, _UI.verbosity, _UI.as_json = "", 0, False  # none of the last run's
         try:
-            with _flags_in_environ():
+            with _process_state_kept():
                 code = super().main(argv, prog_name or "envguard", **extra)
         except click.exceptions.Abort:
             _fail("aborted", code=1)
@@ -382,13 +437,18 @@ def _confirm(venv: str) -> None:
 
 def _interrupt_on_sigterm() -> None:
     """A terminated restore rolls back like an interrupted one (the old venv and the user's
-    work put back), instead of stopping between two steps."""
+    work put back), instead of stopping between two steps. The handler lasts as long as the
+    command: :func:`_process_state_kept` puts the caller's back. Only the main thread may set
+    one; a command run in another thread leaves SIGTERM as it is."""
     import signal
+    import threading
 
     def stop(signum: int, frame: object) -> None:
+        _terminated.append(signum)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, stop)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
 
 
 @cli.command()
@@ -871,4 +931,6 @@ def bisect(lock: Path | None, as_json: bool, **kw: Any) -> None:
 
 
 def main() -> None:
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
     cli.main(prog_name="envguard")
