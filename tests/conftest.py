@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -63,27 +64,103 @@ def _before_pyenv_shims(path: str) -> str:
     return path
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--real",
+        action="store_true",
+        help="run the real tier too: tests with real torch or a real benchmark (CONTRIBUTING.md)",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: a real test is slow too
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip = pytest.mark.skip(reason="the real tier runs with --real (CONTRIBUTING.md)")
+    for item in items:
+        if item.get_closest_marker("real") is None:
+            continue
+        item.add_marker(pytest.mark.slow)
+        if not config.getoption("--real"):
+            item.add_marker(skip)
+
+
+# What the machine and the person running the suite have that must decide nothing: their HOME
+# (git's global config, ~/.cache, ~/.config, trackers' folders), git's system config and any
+# GIT_* variable a hook or an IDE sets, uv's and pip's settings, the XDG folders and TMPDIR.
+_MACHINE_PREFIXES = ("UV_", "PIP_", "GIT_", "XDG_", "WANDB_", "MLFLOW_", "HF_", "VIRTUALENV_")
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
+
+
+def isolate(mp: pytest.MonkeyPatch, root: Path, tmp: Path) -> dict[str, Path]:
+    """Point every per-user folder at ``root``: a HOME of its own (git's global config is
+    read there, so none of the developer's, and no identity but :data:`IDENTITY`), the XDG
+    folders, the trackers' folders and uv's cache; TMPDIR at ``tmp``. Returns the folders."""
+    dirs = {
+        name: root / name
+        for name in ("home", "config", "cache", "data", "state", "runtime", "uv-cache")
+    }
+    dirs["tmp"] = tmp
+    for path in dirs.values():
+        path.mkdir(parents=True, exist_ok=True)
+    dirs["runtime"].chmod(0o700)
+    for name in [k for k in os.environ if k.startswith(_MACHINE_PREFIXES)]:
+        mp.delenv(name)
+    mp.setenv("HOME", str(dirs["home"]))
+    mp.setenv("XDG_CONFIG_HOME", str(dirs["config"]))
+    mp.setenv("XDG_CACHE_HOME", str(dirs["cache"]))
+    mp.setenv("XDG_DATA_HOME", str(dirs["data"]))
+    mp.setenv("XDG_STATE_HOME", str(dirs["state"]))
+    mp.setenv("XDG_RUNTIME_DIR", str(dirs["runtime"]))
+    # pyenv's shims on PATH find pyenv's versions by HOME unless PYENV_ROOT says
+    pyenv = Path(os.path.expanduser("~/.pyenv"))
+    if "PYENV_ROOT" not in os.environ and pyenv.is_dir():
+        mp.setenv("PYENV_ROOT", str(pyenv))
+    mp.setenv("TMPDIR", str(dirs["tmp"]))
+    mp.setattr(tempfile, "tempdir", str(dirs["tmp"]))
+    mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name, value in IDENTITY.items():
+        mp.setenv(name, value)
+    mp.setenv("WANDB_DIR", str(dirs["data"] / "wandb"))
+    mp.setenv("WANDB_CACHE_DIR", str(dirs["cache"] / "wandb"))
+    mp.setenv("WANDB_CONFIG_DIR", str(dirs["config"] / "wandb"))
+    mp.setenv("WANDB_DATA_DIR", str(dirs["data"] / "wandb"))
+    mp.setenv("UV_CACHE_DIR", str(dirs["uv-cache"]))
+    mp.setenv("UV_NO_CONFIG", "1")
+    mp.setenv("UV_OFFLINE", "1")
+    mp.setenv("UV_PYTHON_DOWNLOADS", "never")
+    mp.setenv("PATH", _before_pyenv_shims(os.environ["PATH"]))
+    return dirs
+
+
 @pytest.fixture(scope="session", autouse=True)
-def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One uv cache for the session, shared by its tests, and none of the machine's uv or pip
-    settings: the user's cache (which may hold index pages from earlier online runs), uv.toml
-    and ``UV_*``/``PIP_*`` never decide an outcome. Session-wide, before the session's
-    wheelhouses and venvs are built."""
-    cache = tmp_path_factory.mktemp("uv-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        for name in [k for k in os.environ if k.startswith(("UV_", "PIP_"))]:
-            mp.delenv(name)
-        mp.setenv("UV_CACHE_DIR", str(cache))
-        mp.setenv("UV_NO_CONFIG", "1")
-        mp.setenv("UV_OFFLINE", "1")
-        mp.setenv("UV_PYTHON_DOWNLOADS", "never")
-        mp.setenv("PATH", _before_pyenv_shims(os.environ["PATH"]))
-        yield cache
+def session_isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """The session's isolation (:func:`isolate`), the first fixture of every test: as an
+    autouse fixture of session scope it is set up before any fixture of any scope, the
+    session's wheelhouses, venvs and module-scoped repositories included."""
+    # TMPDIR as short as a machine's own (/tmp/eg-…): the demo's screens show paths in it at
+    # 80 columns, and a path is never broken (output/layout.py)
+    tmp = Path(tempfile.mkdtemp(prefix="eg-"))
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            yield isolate(mp, tmp_path_factory.mktemp("machine"), tmp=tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def uv_cache(session_isolation: dict[str, Path]) -> Path:
+    """The session's one uv cache, shared by its tests: never the user's (which may hold
+    index pages from earlier online runs)."""
+    return session_isolation["uv-cache"]
 
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the developer's real caches, venv or git identity."""
+    """Each test's own working directory and caches, over the session's isolation."""
     base = tmp_path_factory.mktemp("isolated")
     # lockfiles/ and journals land relative to the working directory: never in the checkout
     monkeypatch.chdir(base)
@@ -91,10 +168,6 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(base / "inductor"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(base / "triton"))
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
-    monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
-    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
-    monkeypatch.setenv("GIT_COMMITTER_NAME", "t")
-    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
 
 
 def offline_install(house: Path, *reqs: str, uv: str | None = None) -> list[str]:
@@ -241,12 +314,7 @@ def project_template(tmp_path_factory: pytest.TempPathFactory, house: Path, uv_c
     it (a git repository and a uv venv made afresh were 0.15 s of each of 300 tests' setup)."""
     from tests.project import project_tree
 
-    with pytest.MonkeyPatch.context() as mp:  # the identity _isolated gives each test's commits
-        mp.setenv("GIT_AUTHOR_NAME", "t")
-        mp.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        mp.setenv("GIT_COMMITTER_NAME", "t")
-        mp.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        return project_tree(tmp_path_factory.mktemp("project-template") / "train", house)
+    return project_tree(tmp_path_factory.mktemp("project-template") / "train", house)
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ def build_wheel(out: Path) -> Path:
     shutil.copytree(
         ROOT / "envguard", src / "envguard", ignore=shutil.ignore_patterns("__pycache__")
     )
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, src / name)
     argv = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
     subprocess.run([*argv, "-w", str(out), str(src)], env=pip_env(), check=True,

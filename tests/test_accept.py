@@ -8,6 +8,8 @@ import dataclasses
 import shlex
 from pathlib import Path
 
+import pytest
+
 from envguard import lockfile
 from tests.conftest import git, make_venv
 from tests.factories import base, torch_build
@@ -37,6 +39,7 @@ def _run_as_written(line: str, env: dict[str, str | None]) -> None:
             git(Path.cwd(), *argv[1:])
 
 
+@pytest.mark.slow
 def test_diff_with_drift_ends_with_the_snapshot_and_the_commit(project: Project) -> None:
     project.snapshot()
     project.commit("lock", "lockfiles")
@@ -75,6 +78,7 @@ def test_two_lockfiles_have_nothing_to_accept(project: Project, tmp_path: Path) 
     assert code == 1 and _MEANT not in out
 
 
+@pytest.mark.slow
 def test_a_tools_lock_is_accepted_with_its_venv_and_its_file(
     project: Project, tmp_path: Path
 ) -> None:

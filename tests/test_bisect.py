@@ -161,6 +161,7 @@ def _applied(trial: dict) -> set[str]:  # type: ignore[type-arg]
         ("patch+env", {"uncommitted patch", "CUDA_LAUNCH_BLOCKING"}, 11),
     ],
 )
+@pytest.mark.slow
 def test_each_culprit_is_found_exactly(
     here: Incident, slow: str, culprits: set[str], trials: int
 ) -> None:
@@ -227,6 +228,7 @@ def _work(inc: Incident) -> list[str]:
     return sorted(str(p) for p in root.rglob("*")) if root.exists() else []
 
 
+@pytest.mark.slow
 def test_the_screen_at_80_columns_and_nothing_of_the_users_touched(here: Incident) -> None:
     before = _users(here)
     code, out, err = here.bisect(*METRIC)
@@ -249,6 +251,7 @@ def test_the_screen_at_80_columns_and_nothing_of_the_users_touched(here: Inciden
     assert _work(here) == []
 
 
+@pytest.mark.slow
 def test_no_regression_is_refused_before_any_search(here: Incident, tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
     code, out, err = here.bisect(*METRIC, "--json", slow="never", env={"BENCH_LOG": str(log)})
@@ -260,6 +263,7 @@ def test_no_regression_is_refused_before_any_search(here: Incident, tmp_path: Pa
     assert _work(here) == []
 
 
+@pytest.mark.slow
 def test_a_broken_trial_is_never_counted_bad(here: Incident, tmp_path: Path) -> None:
     """The patch without CUDA_LAUNCH_BLOCKING crashes: that trial says nothing; the cache
     is found all the same. --keep keeps every trial, its code and output."""
@@ -286,6 +290,7 @@ def test_a_broken_trial_is_never_counted_bad(here: Incident, tmp_path: Path) -> 
     assert git(here.root, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
+@pytest.mark.slow
 def test_a_combination_uv_refuses_is_said_and_skipped(here: Incident, tmp_path: Path) -> None:
     """uv refuses helper 1.0 beside speedlib 1.0 (as it refuses a pin its indexes lack):
     that trial cannot be built, and speedlib is found all the same."""
@@ -316,6 +321,7 @@ exec {uv_bin()} "$@"
     assert "cannot be installed beside speedlib 1.0" in refused["failure"]
 
 
+@pytest.mark.slow
 def test_without_a_metric_the_exit_status_decides(here: Incident, tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
     code, out, err = here.bisect("--runs", "3", "--json", slow="env",
@@ -328,6 +334,7 @@ def test_without_a_metric_the_exit_status_decides(here: Incident, tmp_path: Path
     assert len(result["trials"]) == 7 and len(log.read_text().splitlines()) == 21
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_interrupted_mid_search_leaves_nothing_behind(
     here: Incident, tmp_path: Path, how: str
@@ -491,6 +498,7 @@ def test_a_wide_screen_keeps_the_metric_beside_what_it_measured(width: int) -> N
         assert five.startswith(f"    3  {whole}       4.3  bad")
 
 
+@pytest.mark.slow
 def test_a_child_the_command_leaves_running_ends_with_its_run(
     here: Incident, tmp_path: Path
 ) -> None:
@@ -513,6 +521,7 @@ def test_a_child_the_command_leaves_running_ends_with_its_run(
     assert alive == []
 
 
+@pytest.mark.slow
 def test_a_command_naming_the_script_by_its_absolute_path_runs_the_trials_copy(
     here: Incident,
 ) -> None:
@@ -527,6 +536,7 @@ def test_a_command_naming_the_script_by_its_absolute_path_runs_the_trials_copy(
     assert [c["subject"] for c in _json(out)["culprits"]] == ["uncommitted patch"]
 
 
+@pytest.mark.slow
 def test_a_refusal_says_what_bisect_noted(here: Incident) -> None:
     """The lock's saved caches damaged: GOOD cannot have its warm cache, so GOOD and BAD
     measure alike. The refusal is the one line said; it carries why (it said only "measure
@@ -566,6 +576,7 @@ def test_exit_statuses_read_as_such_and_one_move_is_named() -> None:
     assert "    2  addon (BAD)" in screen and "all 1 move" not in screen
 
 
+@pytest.mark.slow
 def test_a_project_installed_editable_is_installed_from_the_trials_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -598,6 +609,7 @@ def test_a_project_installed_editable_is_installed_from_the_trials_copy(
     assert [c["subject"] for c in result["culprits"]] == ["uncommitted patch"]
 
 
+@pytest.mark.slow
 def test_a_user_git_config_with_autocrlf_changes_nothing(here: Incident, tmp_path: Path) -> None:
     """core.autocrlf=true in the user's global config: a trial's worktree came out CRLF, the
     patch (diffed with autocrlf off) did not apply, and BAD "cannot be built"."""
@@ -609,6 +621,7 @@ def test_a_user_git_config_with_autocrlf_changes_nothing(here: Incident, tmp_pat
     assert [c["subject"] for c in _json(out)["culprits"]] == ["uncommitted patch"]
 
 
+@pytest.mark.slow
 def test_a_second_fact_that_costs_it_alone_is_said(here: Incident) -> None:
     """speedlib 2.0 and CUDA_LAUNCH_BLOCKING each cost the whole gap: the search names the
     first; BAD with it put back, tried last, is still slow, and the screen says so (putting
@@ -621,6 +634,7 @@ def test_a_second_fact_that_costs_it_alone_is_said(here: Incident) -> None:
             "it too; put speedlib back and bisect again") in said  # fmt: skip
 
 
+@pytest.mark.slow
 def test_files_git_ignores_are_said_and_found_by_absolute_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -655,6 +669,7 @@ def test_files_git_ignores_are_said_and_found_by_absolute_path(
     assert [c["subject"] for c in _json(out)["culprits"]] == ["uncommitted patch"]
 
 
+@pytest.mark.slow
 def test_what_a_killed_bisect_left_is_collected_by_the_next(here: Incident) -> None:
     """kill -9 leaves the work folder and its worktrees registered in the user's repository
     (``git worktree list`` shows them): the next bisect removes a folder whose owner no longer

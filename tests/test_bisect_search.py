@@ -190,6 +190,7 @@ def _subsets(items: tuple[str, ...]) -> list[tuple[str, ...]]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_what_it_finds_is_minimal_and_explains_the_gap(data: st.DataObject) -> None:

@@ -27,6 +27,7 @@ def saved(tmp_path: Path, inductor_cache: Path, monkeypatch):
     return snap, lock, archive, size, venv
 
 
+@pytest.mark.slow
 def test_round_trip_into_a_fresh_cache_dir(saved, tmp_path: Path, monkeypatch) -> None:
     snap, lock, archive, size, venv = saved
     assert archive.name == "train.envguard-caches.tar.gz" and size == archive.stat().st_size
@@ -40,6 +41,7 @@ def test_round_trip_into_a_fresh_cache_dir(saved, tmp_path: Path, monkeypatch) -
     assert inductor.fingerprint == original.fingerprint  # byte-identical cache
 
 
+@pytest.mark.slow
 def test_refuses_for_another_torch(saved) -> None:
     """The H200 cache says torch 2.11.0+cu130 built it; a cu128 venv would not reuse it."""
     snap, lock, _, _, _ = saved
@@ -77,6 +79,7 @@ def _evil_archive(lock: Path, member: tarfile.TarInfo, data: bytes = b"x") -> No
     cache_archive.archive_path(lock).write_bytes(buf.getvalue())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["0-inductor/../../escaped", "0-inductor//etc/passwd"])
 def test_path_traversal_is_refused(saved, tmp_path: Path, monkeypatch, name: str) -> None:
     snap, lock, _, _, _ = saved
@@ -87,6 +90,7 @@ def test_path_traversal_is_refused(saved, tmp_path: Path, monkeypatch, name: str
     assert not (tmp_path / "escaped").exists()
 
 
+@pytest.mark.slow
 def test_links_are_refused(saved, tmp_path: Path, monkeypatch) -> None:
     snap, lock, _, _, _ = saved
     link = tarfile.TarInfo("0-inductor/fxgraph/link")

@@ -195,6 +195,7 @@ def test_freshness_is_judged_when_the_files_were_looked_at(tmp_path: Path, monke
     assert reads == ["fxgraph/z"]  # not trusted: read again
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("files", ["[]", '"x"', "null", "[" * 10_000])
 def test_a_damaged_stat_cache_costs_a_re_read_not_the_snapshot(
     inductor_cache: Path, files: str

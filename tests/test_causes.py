@@ -68,6 +68,7 @@ def _cause(project: Project, subject: str, *locks: Path) -> str:
 # --- item 3: a journal record is the cause of what it left, before the state compared ------
 
 
+@pytest.mark.slow
 def test_a_record_made_after_the_second_lock_is_not_its_cause(
     project: Project, extra: Path
 ) -> None:
@@ -104,6 +105,7 @@ def test_a_record_that_removed_a_package_is_not_the_cause_of_it_being_back(
 # --- item 4: without a journal, a cause is a requirement or nothing ------------------------
 
 
+@pytest.mark.slow
 def test_two_packages_of_one_command_are_not_each_others_cause(
     project: Project, extra: Path
 ) -> None:
@@ -133,6 +135,7 @@ def test_two_packages_of_one_command_are_not_each_others_cause(
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("journaled", [True, False])
 def test_what_goes_away_is_grouped_by_requirement(
     project: Project, extra: Path, journaled: bool
@@ -220,6 +223,7 @@ def test_two_roots_sharing_a_requirement_name_no_root() -> None:
     )
 
 
+@pytest.mark.slow
 def test_what_goes_away_follows_the_journal_where_it_knows_the_command(
     project: Project, extra: Path
 ) -> None:

@@ -18,6 +18,7 @@ def _snapshot_code(repo: Path):
     return state
 
 
+@pytest.mark.slow
 def test_restores_head_and_patch_and_keeps_current_work(repo: Path) -> None:
     (repo / "dflash_model.py").write_text("def forward(x):\n    return x * 2  # experiment\n")
     snap = _snapshot_code(repo)

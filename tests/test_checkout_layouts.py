@@ -149,6 +149,7 @@ def _undo(project: Project, before: dict[str, Any]) -> None:
     project.lock.write_bytes(before["files"][WORK[-1]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moves", [True, False], ids=["checkout", "stays"])
 @pytest.mark.parametrize("after", [False, True], ids=["refused", "half-done"])
 def test_every_failure_point_puts_the_repository_back(
@@ -211,6 +212,7 @@ def test_a_patch_that_does_not_apply_puts_everything_back(project: Project) -> N
     _fails_and_puts_back(project, said="the snapshot's patch does not apply")
 
 
+@pytest.mark.slow
 def test_a_half_done_stash_is_popped_and_a_retry_adds_no_stash(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -244,6 +246,7 @@ def _not_the_snapshot(*args: object) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moves", [True, False], ids=["checkout", "stays"])
 @pytest.mark.parametrize("where", list(SAID))
 def test_failures_that_are_not_gits_put_everything_back(
@@ -287,6 +290,7 @@ def _once(real: Callable[..., object]) -> Callable[..., object]:
     return call
 
 
+@pytest.mark.slow
 def test_all_restores_when_the_venv_is_in_gitignore(project: Project, sglang_house: Path) -> None:
     from envguard.demo import incident
 

@@ -110,6 +110,7 @@ def _python_of(venv: Path) -> str:
                           text=True, check=True).stdout.strip()  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recipe", ["github-actions.yml", "gitlab-ci.yml"])
 def test_the_ci_recipes_run_as_written(
     recipe: str,
@@ -136,6 +137,7 @@ def test_the_ci_recipes_run_as_written(
     assert done.returncode == 1 and "2.11.0+cu130" in done.stdout, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_install_line_installs_envguard_ml_from_the_wheel(
     training: Project, house: Path, tmp_path: Path, pip_venv_at: PipVenv
 ) -> None:
@@ -164,6 +166,7 @@ def test_a_pylock_without_the_locks_python_stops_the_job(recipe: str, tmp_path: 
     assert not (tmp_path / ".venv-ci").exists()
 
 
+@pytest.mark.slow
 def test_a_fresh_checkout_without_the_venv_says_what_to_do(
     training: Project, tmp_path: Path
 ) -> None:
@@ -228,6 +231,7 @@ class Image:
                               text=True, timeout=300, check=False)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_dockerfile_recipe_runs_as_written(
     training: Project, house: Path, sglang_house: Path, tmp_path: Path, pip_venv_at: PipVenv
 ) -> None:

@@ -199,6 +199,7 @@ def test_usage_errors_are_one_line(args: list[str], message: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
 
 
+@pytest.mark.slow
 def test_restore_without_yes_in_a_script(venv: Path, tmp_path: Path) -> None:
     lock = tmp_path / "l.envguard.toml"
     assert cli("snapshot", "--venv", str(venv), "-o", str(lock), "-q").returncode == 0
@@ -213,6 +214,7 @@ def test_restore_without_yes_in_a_script(venv: Path, tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_lock_to_stdout_appends_to_what_the_shell_opened(tmp_path: Path, venv: Path) -> None:
     """``-o /dev/stdout >> build.log``: the lockfile is appended to the log (not renamed over
     it), the summary goes to stderr, and --save-cache refuses to put an archive beside a

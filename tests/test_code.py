@@ -137,6 +137,7 @@ def test_secret_redacted_in_a_base64_patch_too(repo: Path) -> None:
         max_size=6,
     )
 )
+@pytest.mark.slow
 def test_numstat_parser_round_trip(rows: list[tuple[str, int, int, bool]]) -> None:
     text, want = "", []
     for path, added, removed, renamed in rows:

@@ -129,6 +129,7 @@ def test_colour_follows_flag_then_environment(
 # --- area filters -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_only_and_ignore_filter_diff_and_guard_alike(project: Project) -> None:
     project.snapshot()
     _drift(project)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import envguard
 
 
@@ -24,6 +26,7 @@ def _demo(*args: str, cwd: Path, path: Path | None = None) -> subprocess.Complet
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_demo_shows_the_incident_and_its_cure(tmp_path: Path) -> None:
     # the package alone, copied away from the checkout: no file outside it is needed
     site = tmp_path / "site"
@@ -47,6 +50,7 @@ def test_the_demo_shows_the_incident_and_its_cure(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_the_bisect_act_finds_torchs_build_before_the_cure(tmp_path: Path) -> None:
     done = _demo("--bisect", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -74,6 +78,7 @@ def test_the_bisect_act_finds_torchs_build_before_the_cure(tmp_path: Path) -> No
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_keep_leaves_a_project_to_explore(tmp_path: Path) -> None:
     keep = tmp_path / "demo"
     done = _demo("--keep", str(keep), cwd=tmp_path)
@@ -100,6 +105,7 @@ def test_keep_never_builds_over_existing_files(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["mine.txt"]
 
 
+@pytest.mark.slow
 def test_a_failed_act_ends_the_demo_with_its_error(tmp_path: Path) -> None:
     # uv that builds venvs and installs but cannot sync: the cure fails
     from tests.conftest import uv_bin

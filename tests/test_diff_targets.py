@@ -98,6 +98,7 @@ def test_venv_given_picks_the_lock_that_recorded_it(locked: Project, tmp_path: P
     assert _diff("--venv", str(locked.venv)) == (locked.lock, locked.venv)
 
 
+@pytest.mark.slow
 def test_venv_given_and_several_locks_none_of_its_own_is_one_line_naming_them(
     locked: Project, tmp_path: Path
 ) -> None:

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from envguard import lockfile, snapshot
 from envguard.demo.incident import known_good
 from tests.conftest import make_venv, uv_bin, uv_install
@@ -17,6 +19,7 @@ else:
     import tomli as tomllib
 
 
+@pytest.mark.slow
 def test_pylock_installs_with_uv_and_carries_envguard_facts(tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "venv")
     house = tmp_path / "house"

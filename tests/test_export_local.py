@@ -73,6 +73,7 @@ def test_on_a_runner_without_the_folder_the_refusal_is_the_same(
     assert "legit 1.0" in err and "--find-links" in err and "no longer exists" not in err
 
 
+@pytest.mark.slow
 def test_a_wheel_in_find_links_ships_it(project: Project, tmp_path: Path) -> None:
     _install_folder(project, tmp_path / "team", editable=True)
     wheels = tmp_path / "wheels"

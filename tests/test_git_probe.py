@@ -227,6 +227,7 @@ def test_each_layout_reads_as_gits_plumbing_says(tmp_path: Path, layout: str) ->
     assert state.dirty == bool(state.changed)
 
 
+@pytest.mark.slow
 def test_the_layouts_have_what_they_are_named_for(tmp_path: Path) -> None:
     """The layouts above do reach the records they are there for."""
     status = {}
@@ -357,6 +358,7 @@ def _modules(cwd: Path, out: Path, *args: str) -> set[str]:
     return set(out.read_text().split())
 
 
+@pytest.mark.slow
 def test_a_snapshot_and_a_diff_in_a_repository_leave_gitpython_unimported(
     tmp_path: Path,
 ) -> None:
@@ -508,6 +510,7 @@ def _git_config(path: Path, settings: dict[str, str], project: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", list(HOSTILE))
 def test_a_git_setting_of_the_machine_changes_nothing_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hostile_template: Path, key: str

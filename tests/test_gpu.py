@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,6 +80,7 @@ def test_proc_version_round_trip(driver: str, module: str) -> None:
         max_size=8,
     )
 )
+@pytest.mark.slow
 def test_smi_csv_round_trip(gpus: list[tuple[str, int]]) -> None:
     text = "".join(
         f"{i}, {name}, GPU-{i:04d}, 9.0, {mem}, 580.1\n" for i, (name, mem) in enumerate(gpus)

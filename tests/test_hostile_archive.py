@@ -338,6 +338,7 @@ def _manifest_bytes(project: Project) -> bytes:
     return json.dumps({"schema": 1, "caches": [_entry(project)]}).encode()
 
 
+@pytest.mark.slow
 def test_reading_stops_at_the_member_limit(
     project: Project,
     home: Path,
@@ -355,6 +356,7 @@ def test_reading_stops_at_the_member_limit(
     assert peak[0] < 8 << 20  # 50,000 headers held are ~25 MB
 
 
+@pytest.mark.slow
 def test_a_huge_header_is_refused_without_reading_it_into_memory(
     project: Project, home: Path, peak: list[int]
 ) -> None:

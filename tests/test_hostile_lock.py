@@ -246,6 +246,7 @@ def _locked_home(home: Path) -> Callable[[Doc], None]:
     return lambda doc: doc["python"].update(home=str(home))
 
 
+@pytest.mark.slow
 def test_the_locks_home_is_never_executed(attack: Attack) -> None:
     attack.project.snapshot()
     home = _evil_home(attack)
@@ -256,6 +257,7 @@ def test_the_locks_home_is_never_executed(attack: Attack) -> None:
     assert str(home) not in out
 
 
+@pytest.mark.slow
 def test_the_plan_names_the_interpreter_it_will_use(attack: Attack) -> None:
     attack.project.snapshot()
     home = _evil_home(attack)

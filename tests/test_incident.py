@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from envguard import drift, lockfile, snapshot
@@ -16,6 +17,7 @@ from envguard.demo.incident import N_SGLANG_DEPS, known_good, sglang_install, sw
 from tests.conftest import make_venv, uv_bin, uv_install
 
 
+@pytest.mark.slow
 def test_incident_replay(tmp_path: Path, repo: Path, inductor_cache: Path, monkeypatch) -> None:
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor_cache))
     venv = make_venv(tmp_path / "venv")

@@ -53,6 +53,7 @@ def test_every_wheel_named_is_the_one_this_checkout_builds(page: Path) -> None:
         assert name == WHEEL, f"{page.name}: {name}, but this checkout builds {WHEEL}"
 
 
+@pytest.mark.slow
 def test_the_wheel_is_envguard_ml_with_the_envguard_command(tmp_path: Path) -> None:
     with zipfile.ZipFile(build_wheel(tmp_path / "dist")) as whl:
         info = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))

@@ -95,6 +95,7 @@ def test_the_uv_pip_it_names_works(uv_venv: Path, house: Path, marker: Path) -> 
     assert _has(uv_venv, "harmless") and not marker.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pip", PIP_FORMS, ids=" ".join)
 def test_any_pip_is_the_venvs_own(
     pip: list[str], pip_venv: Path, house: Path, marker: Path
@@ -140,6 +141,7 @@ def test_another_environments_pip_by_path_is_refused(
     assert not marker.exists() and not _journalled()
 
 
+@pytest.mark.slow
 def test_the_venvs_own_pip_by_path_runs(pip_venv: Path, house: Path, marker: Path) -> None:
     pip = os.path.relpath(pip_venv / "bin" / "pip")  # as typed from the project's root
     code, _, err = invoke(
@@ -190,6 +192,7 @@ def test_uv_pip_lands_in_the_target_whatever_the_shell_says(
     assert _has(uv_venv, "harmless") and not _has(other, "harmless")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variable", ["PIP_PYTHON", "PIP_TARGET", "PIP_PREFIX"])
 def test_pip_lands_in_the_target_whatever_the_shell_says(
     variable: str, tmp_path: Path, pip_venv: Path, house: Path, monkeypatch: pytest.MonkeyPatch
@@ -253,6 +256,7 @@ def test_uv_pip_lands_in_the_target_whatever_uvs_config_says(
     assert _has(uv_venv, "harmless") and not _has(other, "harmless")
 
 
+@pytest.mark.slow
 def test_the_refusal_is_one_line_from_the_command_line(
     uv_venv: Path, marker: Path, tmp_path: Path
 ) -> None:
@@ -262,6 +266,7 @@ def test_the_refusal_is_one_line_from_the_command_line(
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_pip_of_the_base_interpreter_installs_into_a_system_site_packages_venv(
     tmp_path: Path, house: Path, marker: Path
 ) -> None:

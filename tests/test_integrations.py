@@ -107,6 +107,7 @@ def _pre_commit(project: Project, home: Path, *args: str) -> subprocess.Complete
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_pre_commit_hook_gates_on_the_training_venv(
     project: Project, sglang_house: Path, pre_commit_home: Home, hook_repo: Path
 ) -> None:
@@ -145,6 +146,7 @@ def _readme_rev() -> str:
     return _readme_snippet().split("rev:")[1].split()[0]
 
 
+@pytest.mark.slow
 def test_the_readme_pre_commit_snippet_as_written(
     project: Project, sglang_house: Path, pre_commit_home: Home, hook_repo: Path
 ) -> None:

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from envguard.restore import transaction
 from tests.conftest import uv_bin
 from tests.project import Project, invoke
@@ -69,6 +71,7 @@ def _paths(listed: dict[str, Any], key: str) -> list[str]:
     return sorted(b["path"] for b in listed[key])
 
 
+@pytest.mark.slow
 def test_a_killed_restore_s_half_made_venv_is_listed_and_pruned(
     project: Project, tmp_path: Path
 ) -> None:
@@ -91,6 +94,7 @@ def test_a_killed_restore_s_half_made_venv_is_listed_and_pruned(
     assert _backups(project)["left_over"] == []
 
 
+@pytest.mark.slow
 def test_the_venv_a_restore_is_building_stays(project: Project, tmp_path: Path) -> None:
     """Another one, left by an earlier kill, stays too while a restore runs: that restore
     may be putting it right at this moment."""

@@ -37,6 +37,7 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     return venv, house, tmp_path / "lockfiles" / "train.envguard.toml"
 
 
+@pytest.mark.slow
 def test_run_streams_journals_and_returns_the_exit_code(tmp_path: Path) -> None:
     """run as a process: the command's own output streams through envguard's (a click runner
     in this process would not catch what the child writes)."""

@@ -118,6 +118,7 @@ SNAPSHOTS = st.builds(
 )
 
 
+@pytest.mark.slow
 @given(SNAPSHOTS)  # the profile's count: 100 (ci), 1,000 (thorough); 3 s at 150
 def test_round_trip(snap: Snapshot) -> None:
     assert lockfile.loads(lockfile.dumps(snap)) == snap
@@ -249,6 +250,7 @@ _VALID: dict = {}
         st.integers(1, 600).map(lambda depth: "x = " + "[" * depth + "]" * depth),
     )
 )
+@pytest.mark.slow
 def test_ten_thousand_hostile_lockfiles(doc: object) -> None:
     """300 hostile documents by default (about 2 s); the full ten thousand with
     ``ENVGUARD_FUZZ_LOCKS=10000`` (or ``HYPOTHESIS_PROFILE=thorough``), about a minute on 2

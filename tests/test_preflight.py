@@ -50,6 +50,7 @@ def test_uv_dry_run_forecasts_the_torch_swap(tmp_path: Path, house: Path) -> Non
     assert _torch(venv) == "2.11.0+cu128"  # nothing was installed
 
 
+@pytest.mark.slow
 def test_pip_dry_run_names_the_requirement(
     tmp_path: Path, house: Path, pip_venv_at: PipVenv
 ) -> None:
@@ -119,6 +120,7 @@ NAMES = st.from_regex(r"[a-z][a-z0-9\-]{0,12}", fullmatch=True)
 VERSIONS = st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}(\+cu1[0-9]{2})?", fullmatch=True)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.sampled_from("+-"), NAMES, VERSIONS), max_size=8))
 def test_uv_dry_run_parser(lines: list[tuple[str, str, str]]) -> None:
     text = "Resolved 3 packages in 2ms\nWould install 1 package\n" + "".join(
@@ -130,6 +132,7 @@ def test_uv_dry_run_parser(lines: list[tuple[str, str, str]]) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_the_shells_pip_settings_do_not_move_the_forecast(
     tmp_path: Path, house: Path, pip_venv_at: PipVenv
 ) -> None:

@@ -150,6 +150,7 @@ def test_a_build_that_cannot_be_known_is_unknown_never_cpu(venv: Path, house: Pa
     assert code == 1 and "cpu" not in out and out.count("unknown") == 1, out
 
 
+@pytest.mark.slow
 def test_pip_reads_the_build_from_torchs_pins(
     tmp_path: Path, house: Path, pip_venv_at: PipVenv
 ) -> None:

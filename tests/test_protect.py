@@ -33,6 +33,7 @@ def _torch(venv: Path) -> str:
     return snapshot.take(venv, with_code=False, default_caches=False).torch.version  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_pip_install_cannot_replace_torch(protected) -> None:
     venv, house, _ = protected
     done = subprocess.run(
@@ -86,6 +87,7 @@ def test_envguard_run_applies_it_to_uv_without_activation(protected) -> None:
     assert _torch(venv) == "2.11.0+cu128"
 
 
+@pytest.mark.slow
 def test_a_compatible_install_still_works_and_unprotect_lifts_it(protected) -> None:
     venv, house, _ = protected
     ok = subprocess.run(
@@ -138,6 +140,7 @@ def _fake_pips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return marker
 
 
+@pytest.mark.slow
 def test_envguard_run_pip_by_any_name_is_the_venvs_and_stays_pinned(
     protected, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

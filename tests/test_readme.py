@@ -74,7 +74,10 @@ def test_the_quickstart_is_what_ci_and_a_new_user_run() -> None:
     bash = [body.strip() for lang, body in BLOCKS if lang == "bash"]
     assert bash[0] == "pip install . && envguard demo"
     assert bash[1] == "pip install -e '.[test]' && python -m pytest -q"
-    assert bash[1] in (ROOT / ".ci" / "run").read_text().replace(" --quiet", "")
+    ci = (ROOT / ".ci" / "run").read_text().replace(" --quiet", "")
+    install, tests = bash[1].split(" && ")
+    assert f"\n{install}\n" in ci  # the install as it is, pip's configuration kept
+    assert f"\nsuite {tests}\n" in ci  # the suite under an empty HOME (.ci/run's suite())
 
 
 @pytest.mark.parametrize("line", COMMANDS)

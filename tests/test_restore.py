@@ -44,6 +44,7 @@ def _importable(venv: Path) -> str:
     ).stdout.strip()
 
 
+@pytest.mark.slow
 def test_replay_round_trips(tmp_path: Path, good) -> None:
     venv, lock, house = good
     swap_in_sglang(venv, tmp_path / "after")
@@ -64,6 +65,7 @@ def test_replay_round_trips(tmp_path: Path, good) -> None:
     assert (venv / "bin" / "python").exists()
 
 
+@pytest.mark.slow
 def test_dry_run_writes_nothing(tmp_path: Path, good) -> None:
     venv, lock, _ = good
     swap_in_sglang(venv, tmp_path / "after")
@@ -102,6 +104,7 @@ exec {uv_bin()} "$@"
         ("kill -9 $$", "uv pip sync failed"),
     ],
 )
+@pytest.mark.slow
 def test_uv_failure_keeps_the_old_venv(tmp_path: Path, good, on_sync: str, message: str) -> None:
     venv, lock, house = good
     swap_in_sglang(venv, tmp_path / "after")
@@ -112,6 +115,7 @@ def test_uv_failure_keeps_the_old_venv(tmp_path: Path, good, on_sync: str, messa
     assert siblings(venv) == before  # no half-built venv, no journal left behind
 
 
+@pytest.mark.slow
 def test_verify_mismatch_keeps_the_old_venv(tmp_path: Path, good) -> None:
     venv, lock, house = good
     swap_in_sglang(venv, tmp_path / "after")
@@ -132,6 +136,7 @@ def test_verify_mismatch_keeps_the_old_venv(tmp_path: Path, good) -> None:
     assert _importable(venv) == "2.11.0+cu130"
 
 
+@pytest.mark.slow
 def test_missing_interpreter_changes_nothing(tmp_path: Path, good) -> None:
     import dataclasses
 
@@ -145,6 +150,7 @@ def test_missing_interpreter_changes_nothing(tmp_path: Path, good) -> None:
     assert siblings(venv) == before and _importable(venv) == "2.11.0+cu128"
 
 
+@pytest.mark.slow
 def test_pins_uv_cannot_find_are_named(tmp_path: Path, good) -> None:
     venv, lock, _ = good
     partial = tmp_path / "partial-house"
@@ -171,6 +177,7 @@ def test_concurrent_restore_refuses(tmp_path: Path, good) -> None:
     assert "pid 4242" in done.stderr
 
 
+@pytest.mark.slow
 def test_refuses_while_in_use(tmp_path: Path, good) -> None:
     venv, lock, house = good
     user = subprocess.Popen([str(venv / "bin" / "python"), "-c", "import time; time.sleep(60)"])
@@ -184,6 +191,7 @@ def test_refuses_while_in_use(tmp_path: Path, good) -> None:
         user.kill()
 
 
+@pytest.mark.slow
 def test_kill_9_during_install_then_next_restore_cleans_up(tmp_path: Path, good) -> None:
     venv, lock, house = good
     swap_in_sglang(venv, tmp_path / "after")
@@ -247,6 +255,7 @@ def test_plan_is_pure_and_reports_direct_urls(tmp_path: Path, good) -> None:
     assert the_plan == plan(odd, tmp_path / "v", None, Overrides())
 
 
+@pytest.mark.slow
 def test_all_restores_venv_then_code_and_cache(tmp_path: Path, repo: Path, monkeypatch) -> None:
     from envguard.demo.cache import make
 
@@ -301,6 +310,7 @@ def test_restore_never_replaces_a_non_venv(tmp_path: Path, good) -> None:
         plan(snap, tmp_path / "usr-local", prefix, Overrides())
 
 
+@pytest.mark.slow
 def test_index_credentials_never_reach_the_plan_or_errors(tmp_path: Path, good) -> None:
     _, lock, _ = good
     secret = "s3cr3t-pa55word"

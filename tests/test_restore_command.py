@@ -41,6 +41,7 @@ def test_restore_is_a_command_a_library_calls(project: Project) -> None:
     assert Human(verbosity=-1).restore_plan(real) == ""  # -q: the outcome only
 
 
+@pytest.mark.slow
 def test_the_steps_are_told_as_they_are_done(project: Project) -> None:
     project.snapshot()
     project.install("plainpkg==2.4")
@@ -70,6 +71,7 @@ def a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("answer", "code", "restored"), [("n\n", 1, False), ("\n", 1, False), ("y\n", 0, True)]
 )
+@pytest.mark.slow
 @pytest.mark.usefixtures("a_terminal")
 def test_replacing_the_venv_is_asked_first(
     project: Project, answer: str, code: int, restored: bool

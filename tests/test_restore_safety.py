@@ -48,6 +48,7 @@ def _torch(venv: Path) -> str:
 # It never hides or loses the user's files
 
 
+@pytest.mark.slow
 def test_all_keeps_the_lockfile_and_archive_out_of_the_stash(
     project: Project, sglang_house: Path
 ) -> None:
@@ -123,6 +124,7 @@ def test_work_saved_is_said_even_when_the_code_step_fails(project: Project) -> N
     assert (project.root / "train.py").read_text() == "my work\n"  # nothing was lost
 
 
+@pytest.mark.slow
 def test_json_is_one_document_for_all_steps(project: Project) -> None:
     project.snapshot("--save-cache")
     code, out, err = _restore(project, "--all", "--json", "--rebuild")
@@ -135,6 +137,7 @@ def test_json_is_one_document_for_all_steps(project: Project) -> None:
 # It never wedges
 
 
+@pytest.mark.slow
 def test_twenty_back_to_back_restores(project: Project) -> None:
     project.snapshot()
     for i in range(20):
@@ -151,6 +154,7 @@ def test_twenty_back_to_back_restores(project: Project) -> None:
     ["building", "verifying", "swapping-before", "swapping-exchanged", "swapping-between",
      "swapped-unjournaled", "journal-temp-file"],
 )  # fmt: skip
+@pytest.mark.slow
 def test_a_restore_killed_at_every_phase_is_put_right(project: Project, phase: str) -> None:
     """What a kill -9 at each phase leaves behind, made exactly, then the next restore."""
     project.snapshot()
@@ -189,6 +193,7 @@ def test_a_restore_killed_at_every_phase_is_put_right(project: Project, phase: s
     assert _torch(venv) == "2.11.0+cu128"
 
 
+@pytest.mark.slow
 def test_a_real_kill_9_during_the_install(project: Project, tmp_path: Path) -> None:
     project.snapshot()
     slow = tmp_path / "slow-uv"
@@ -216,6 +221,7 @@ def test_a_real_kill_9_during_the_install(project: Project, tmp_path: Path) -> N
     assert _torch(project.venv) == "2.11.0+cu128"
 
 
+@pytest.mark.slow
 def test_a_venv_and_its_symlink_restored_at_once(project: Project, tmp_path: Path) -> None:
     project.snapshot()
     link = tmp_path / "train-venv-link"
@@ -250,6 +256,7 @@ def test_a_venv_and_its_symlink_restored_at_once(project: Project, tmp_path: Pat
 # It does what it says, and no more
 
 
+@pytest.mark.slow
 def test_a_venv_that_matches_is_left_alone(project: Project) -> None:
     project.snapshot()
     code, out, err = _restore(project)
@@ -259,6 +266,7 @@ def test_a_venv_that_matches_is_left_alone(project: Project) -> None:
     assert code == 0 and len(transaction.backups(project.venv)) == 1, err
 
 
+@pytest.mark.slow
 def test_backups_are_listed_and_pruned(project: Project) -> None:
     project.snapshot()
     for _ in range(3):
@@ -270,6 +278,7 @@ def test_backups_are_listed_and_pruned(project: Project) -> None:
     assert len(transaction.backups(project.venv)) == 1
 
 
+@pytest.mark.slow
 def test_protection_is_carried_over(project: Project, sglang_house: Path) -> None:
     project.snapshot()
     code, _, err = invoke("protect", str(project.lock), env=project.activated())
@@ -286,6 +295,7 @@ def test_protection_is_carried_over(project: Project, sglang_house: Path) -> Non
     assert "UV_CONSTRAINT" in (project.venv / "bin" / "activate").read_text()
 
 
+@pytest.mark.slow
 def test_a_symlinked_venv_keeps_its_link(project: Project, tmp_path: Path) -> None:
     project.snapshot()
     link = tmp_path / "current"
@@ -296,6 +306,7 @@ def test_a_symlinked_venv_keeps_its_link(project: Project, tmp_path: Path) -> No
     assert len(transaction.backups(project.venv)) == 1
 
 
+@pytest.mark.slow
 def test_system_site_packages_survive_a_restore(project: Project) -> None:
     cfg = project.venv / "pyvenv.cfg"
     cfg.write_text(
@@ -321,6 +332,7 @@ def test_find_links_adds_to_the_indexes_and_messages_say_exactly(project: Projec
     assert "torch-family from https://download.pytorch.org/whl/cu128" in plan["indexes"]
 
 
+@pytest.mark.slow
 def test_no_network_is_said_plainly(project: Project) -> None:
     project.snapshot()
     env = {"UV_OFFLINE": None, "UV_INDEX_URL": "http://127.0.0.1:9/simple", "UV_HTTP_RETRIES": "0"}
@@ -332,6 +344,7 @@ def test_no_network_is_said_plainly(project: Project) -> None:
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_missing_pins_are_named_with_their_versions(project: Project, tmp_path: Path) -> None:
     project.snapshot()
     partial = tmp_path / "partial"
@@ -345,6 +358,7 @@ def test_missing_pins_are_named_with_their_versions(project: Project, tmp_path: 
     assert code == 1 and "numpy==2.3.0" in err and "tokenizers==0.22.1" in err, err
 
 
+@pytest.mark.slow
 def test_a_deleted_base_interpreter_and_python_flag(project: Project, tmp_path: Path) -> None:
     project.snapshot()
     locked = lockfile.read(project.lock)
@@ -464,6 +478,7 @@ def test_a_bad_second_folder_leaves_the_first_unpacked_nowhere(project: Project)
     assert code == 1 and not project.cache.exists()
 
 
+@pytest.mark.slow
 def test_a_compression_bomb_is_refused_before_writing(project: Project, monkeypatch) -> None:
     project.snapshot()
     zeros = b"\0" * (64 << 20)  # 64 MB that gzip packs into ~64 kB
@@ -743,6 +758,7 @@ def test_an_archive_saying_two_things_about_a_path(project: Project, members) ->
     assert not project.cache.exists()
 
 
+@pytest.mark.slow
 def test_a_journal_naming_other_folders_is_not_acted_on(project: Project) -> None:
     project.snapshot()
     checkpoints = project.root / "checkpoints"
@@ -771,6 +787,7 @@ def test_code_restores_the_repository_the_lock_is_in(project: Project, tmp_path:
     assert git(project.root, "stash", "list") == ""
 
 
+@pytest.mark.slow
 def test_code_leaves_backup_venvs_and_a_custom_lock_alone(project: Project) -> None:
     project.snapshot("-o", "env-node.toml", "--save-cache")
     (project.venv / ".gitignore").unlink()  # a venv git does not ignore
@@ -793,6 +810,7 @@ def _restore_lock(project: Project, lock: str, *args: str):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_wheel_from_a_path_with_a_space(project: Project, tmp_path: Path) -> None:
     from envguard.demo.wheels import build_wheel
 
@@ -840,6 +858,7 @@ def test_code_that_says_redacted_is_not_a_redacted_patch(project: Project) -> No
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_all_without_saved_caches_still_restores_the_code(project: Project) -> None:
     project.write("model.py", "def forward(x):\n    return 7 * x\n")
     project.snapshot()
@@ -853,6 +872,7 @@ def test_all_without_saved_caches_still_restores_the_code(project: Project) -> N
 # --all: each part is done if it can be, and each says what happened
 
 
+@pytest.mark.slow
 def test_all_with_a_cache_for_another_torch_restores_the_rest_and_says_partly(
     project: Project,
 ) -> None:
@@ -882,6 +902,7 @@ def test_all_with_a_cache_for_another_torch_restores_the_rest_and_says_partly(
     assert [f["part"] for f in doc["result"]["failed"]] == ["caches"]
 
 
+@pytest.mark.slow
 def test_quiet_restore_says_the_verdict_not_the_plan(project: Project) -> None:
     project.snapshot()
     project.install("plainpkg==2.5")
@@ -891,6 +912,7 @@ def test_quiet_restore_says_the_verdict_not_the_plan(project: Project) -> None:
     assert "Restored " in out
 
 
+@pytest.mark.slow
 def test_a_split_dry_run_says_the_split(project: Project) -> None:
     project.snapshot()
     project.install("plainpkg==2.5")

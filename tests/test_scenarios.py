@@ -157,6 +157,7 @@ def test_activation_and_torch_itself_are_not_drift(project: Project) -> None:
     assert v.found("info") <= {("info", "code", "git HEAD")}
 
 
+@pytest.mark.slow
 def test_versions_equal_under_pep_440_are_not_drift(project: Project) -> None:
     project.install("plainpkg==2.4")
     project.snapshot()
@@ -199,6 +200,7 @@ def test_diff_from_a_subfolder_of_the_repo(project: Project, monkeypatch) -> Non
 # Missed truth: each of these must be reported, with its severity and area.
 
 
+@pytest.mark.slow
 def test_the_incident(project: Project, sglang_house: Path) -> None:
     project.write("model.py", "def forward(x):\n    return x\n# tuned\n")
     project.commit("tuned")
@@ -285,6 +287,7 @@ def test_a_deleted_base_interpreter(project: Project, tmp_path: Path) -> None:
     assert f"{base} (pyvenv.cfg home) no longer exists" in v.one("interpreter")["why"]
 
 
+@pytest.mark.slow
 def test_system_site_packages_recorded_and_compared(project: Project, tmp_path: Path) -> None:
     venv = project.venv
     shutil.rmtree(venv)
@@ -456,6 +459,7 @@ def test_preflight_judges_only_the_areas_asked(project: Project) -> None:
     assert code == 2 and "nothing left to judge" in err
 
 
+@pytest.mark.slow
 def test_preflight_with_pip_names_the_requirement(
     project: Project, tmp_path: Path, pip_venv_at: PipVenv
 ) -> None:
@@ -542,6 +546,7 @@ def _no_launcher(monkeypatch) -> None:
 # restore's verify and cache check use the same rules
 
 
+@pytest.mark.slow
 def test_restore_accepts_a_version_equal_under_pep_440(project: Project, tmp_path: Path) -> None:
     project.install("plainpkg==2.4")
     project.snapshot()
@@ -600,6 +605,7 @@ def test_fleet_and_two_lockfiles_judge_a_committed_lock_as_diff_does(project: Pr
     assert code == 0, out
 
 
+@pytest.mark.slow
 def test_a_change_inside_a_dirty_submodule(project: Project, tmp_path: Path) -> None:
     lib = tmp_path / "lib"
     lib.mkdir()
@@ -672,6 +678,7 @@ def test_under_slurm_each_rank_has_its_own_gpus(project: Project) -> None:
     assert v.found() == set()
 
 
+@pytest.mark.slow
 def test_more_than_500_committed_files_and_one_model_change(project: Project) -> None:
     project.snapshot()
     project.commit("lock", "lockfiles")
@@ -713,6 +720,7 @@ def test_a_mode_change_documentation_and_a_committed_venv(project: Project) -> N
     assert ("info", "code", "README.md") in v.found("info")
 
 
+@pytest.mark.slow
 def test_a_repository_without_commits(house: Path, tmp_path: Path, monkeypatch) -> None:
     from tests.project import new_project
 
@@ -803,6 +811,7 @@ def test_preflight_of_a_wheel_file_and_of_another_venvs_pip(project: Project, tm
     assert code == 2 and f"targets {scratch}" in err
 
 
+@pytest.mark.slow
 def test_torch_inherited_from_the_base_interpreter(project: Project, tmp_path: Path) -> None:
     """An NGC-style container: torch and its CUDA wheels live in the base interpreter's
     site-packages, and the training venv sees them through --system-site-packages."""

@@ -127,6 +127,7 @@ ALL = ["preflight.80", "preflight.100", "preflight.160", "run.80", "diff.80", "d
 GOLDEN_SCREENS = [name for name in ALL if not name.startswith("plan.")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ALL)
 def test_no_line_is_longer_than_the_width(screens: Screens, key: str) -> None:
     width = int(key.rsplit(".", 1)[1])

@@ -368,6 +368,7 @@ _PIECES = [
 _TEXT = st.lists(st.sampled_from(_PIECES) | st.text(max_size=8), max_size=30).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=list(HealthCheck), deadline=None)
 @given(texts=st.lists(_TEXT, max_size=6))
 def test_redaction_is_idempotent_keeps_lines_and_is_the_same_in_bulk(texts: list[str]) -> None:
@@ -414,6 +415,7 @@ ADVERSARIAL = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_redaction_is_linear(name: str) -> None:
     text = ADVERSARIAL[name]
@@ -424,6 +426,7 @@ def test_redaction_is_linear(name: str) -> None:
     assert took < 2.0, f"{name}: {took:.2f} s"  # quadratic: minutes
 
 
+@pytest.mark.slow
 def test_a_dirty_1_mb_line_snapshots_in_linear_time(repo: Path) -> None:
     line = "x = '" + _tok(_B62 + " =:/._-", 1_000_000, "line") + "'\n"
     (repo / "train.py").write_text("import dflash_model\n" + line)

@@ -78,6 +78,7 @@ def test_with_colour_on_envguard_s_own_colours_survive(project: Project, tmp_pat
     assert "/inductor" + ESCAPED in _plain(out, err)
 
 
+@pytest.mark.slow
 def test_restore_plan_shows_them_escaped(project: Project, tmp_path: Path) -> None:
     """The plan names the lock's venv: a path is refused with a control character in it, and
     still reaches the screen with a bidi override."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import tomli_w
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,6 +25,7 @@ _VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(st.dictionaries(_KEYS, _VALUES, max_size=6), st.booleans())
 def test_renders_what_tomli_w_renders(doc: dict[str, Any], multiline: bool) -> None:
     assert _toml.dumps(doc, multiline_strings=multiline) == tomli_w.dumps(

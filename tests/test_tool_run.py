@@ -33,6 +33,7 @@ def _argv_of(tmp_path: Path, *args: str) -> tuple[int, str, list[str] | None]:
     return code, err, json.loads(out.read_text()) if out.exists() else None
 
 
+@pytest.mark.slow
 def test_venv_after_the_tool_name_is_envguard_s(tmp_path: Path, train: Path) -> None:
     code, err, argv = _argv_of(
         tmp_path, "plain", "--venv", str(train), "--", "python", "-c", "PROGRAM", "--venv", "x"
@@ -40,6 +41,7 @@ def test_venv_after_the_tool_name_is_envguard_s(tmp_path: Path, train: Path) -> 
     assert (code, argv) == (0, ["--venv", "x"]), err  # after --, the command's own
 
 
+@pytest.mark.slow
 def test_the_command_starts_at_its_first_word_without_dash_dash(
     tmp_path: Path, train: Path
 ) -> None:

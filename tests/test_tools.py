@@ -29,6 +29,7 @@ def _add(project: Project, house: Path, name: str, *reqs: str) -> tuple[int, str
     return invoke("tool", "add", name, *reqs, *_offline(house), env=project.activated())
 
 
+@pytest.mark.slow
 def test_a_tool_gets_its_own_torch_and_the_training_venv_is_untouched(
     project: Project, sglang_house: Path
 ) -> None:
@@ -48,6 +49,7 @@ def test_a_tool_gets_its_own_torch_and_the_training_venv_is_untouched(
     assert Path(tool["lock"]) == project.root / "lockfiles" / "tools" / "datagen.envguard.toml"
 
 
+@pytest.mark.slow
 def test_tool_run_and_path(project: Project, sglang_house: Path) -> None:
     project.snapshot()
     assert _add(project, sglang_house, "datagen", "sglang==0.5.23")[0] == 0
@@ -64,6 +66,7 @@ def test_tool_run_and_path(project: Project, sglang_house: Path) -> None:
     assert done.stdout.split() == [str(where), "2.11.0+cu130"]
 
 
+@pytest.mark.slow
 def test_a_changed_tool_no_longer_matches_its_lock(project: Project, house: Path) -> None:
     project.snapshot()
     assert _add(project, house, "plain", "plainpkg==2.4")[0] == 0
@@ -75,6 +78,7 @@ def test_a_changed_tool_no_longer_matches_its_lock(project: Project, house: Path
     assert "differs from its lock" in human
 
 
+@pytest.mark.slow
 def test_remove_takes_the_venv_and_its_lock(project: Project, house: Path) -> None:
     project.snapshot()
     assert _add(project, house, "plain", "plainpkg==2.4")[0] == 0
@@ -122,6 +126,7 @@ def test_a_folder_where_the_tool_lock_goes_is_refused_before_building(
     assert not tools.exists() or [p.name for p in tools.iterdir()] == [".gitignore"]
 
 
+@pytest.mark.slow
 def test_a_taken_name_is_refused(project: Project, house: Path) -> None:
     project.snapshot()
     assert _add(project, house, "plain", "plainpkg==2.4")[0] == 0
@@ -138,6 +143,7 @@ def test_a_tools_folder_linked_into_the_training_venv_is_refused(
     assert code == 2 and "inside the training venv" in err
 
 
+@pytest.mark.slow
 def test_split_after_the_incident(project: Project, sglang_house: Path, house: Path) -> None:
     """The polluted venv becomes the tool (its scripts still work from the new place); the
     training venv is rebuilt from the lock."""
@@ -163,6 +169,7 @@ def test_split_after_the_incident(project: Project, sglang_house: Path, house: P
     assert str(project.venv) + "/" not in (tool / "bin" / "activate").read_text()
 
 
+@pytest.mark.slow
 def test_split_refuses_a_taken_name_before_touching_anything(
     project: Project, sglang_house: Path, house: Path
 ) -> None:
@@ -176,6 +183,7 @@ def test_split_refuses_a_taken_name_before_touching_anything(
     assert project.verdict().exit_code == 1  # still polluted: nothing was done
 
 
+@pytest.mark.slow
 def test_preflight_and_run_point_to_a_tool_venv(project: Project, sglang_house: Path) -> None:
     project.snapshot()
     install = [uv_bin(), "pip", "install", *_offline(sglang_house),
@@ -196,6 +204,7 @@ def _packages(project: Project, venv: Path | None = None) -> list[dict[str, str]
     return list(json.loads(out)["result"]["packages"])
 
 
+@pytest.mark.slow
 def test_a_tool_size_is_what_removing_it_frees(project: Project, sglang_house: Path) -> None:
     from collections import Counter
 
@@ -216,6 +225,7 @@ def test_a_tool_size_is_what_removing_it_frees(project: Project, sglang_house: P
     assert tool["bytes"] == every_file - elsewhere + folders
 
 
+@pytest.mark.slow
 def test_tool_run_pip_installs_into_the_tool_or_refuses(
     project: Project, sglang_house: Path, tmp_path: Path
 ) -> None:

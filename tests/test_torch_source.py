@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from envguard.demo import incident
 from tests.project import Project, invoke
 
 
+@pytest.mark.slow
 def test_a_wheelhouse_torch_has_no_source_and_restores_all_the_same(
     project: Project, sglang_house: Path
 ) -> None:

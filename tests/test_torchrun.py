@@ -1,4 +1,4 @@
-"""envguard.guard under torchrun with two CPU ranks (gloo): marked slow, needs torch."""
+"""envguard.guard under torchrun with two CPU ranks (gloo): the real tier, needs torch."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ import pytest
 try:
     import numpy  # noqa: F401  (all_gather_object pickles through numpy)
     import torch.distributed  # noqa: F401
-except (ImportError, OSError):  # absent, or a broken install: either way no torchrun here
-    pytest.skip("torchrun needs torch and numpy", allow_module_level=True)
+
+    NO_TORCHRUN = ""
+except (ImportError, OSError) as exc:  # absent, or a broken install: either way no torchrun
+    NO_TORCHRUN = f"torchrun needs torch and numpy ({exc})"
 
 
-@pytest.mark.slow
+@pytest.mark.real
+@pytest.mark.skipif(bool(NO_TORCHRUN), reason=NO_TORCHRUN)
 def test_torchrun_two_ranks_names_the_drifted_one(tmp_path: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("NCCL_ALGO", None)

@@ -16,6 +16,7 @@ import envguard
 from tests.project import Project, invoke
 
 
+@pytest.mark.slow
 def test_mlflow_records_the_lock_and_diff_reads_it_back(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -42,6 +43,7 @@ def test_mlflow_records_the_lock_and_diff_reads_it_back(
     assert Path(doc["lockfile"]).read_bytes() == project.lock.read_bytes()
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_gets_the_environment(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,6 +151,7 @@ def test_the_run_s_own_lock_still_downloads(
         assert code == 0, (path, err)
 
 
+@pytest.mark.slow
 def test_downloaded_locks_do_not_pile_up(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -122,6 +122,7 @@ def _used_machine(tmp_path: Path, url: str) -> dict[str, str]:
     return {"UV_CACHE_DIR": str(cache), "XDG_CONFIG_HOME": str(config), "UV_INDEX_URL": url}
 
 
+@pytest.mark.slow
 def test_an_offline_restore_from_a_wheelhouse_ignores_the_index_pages_uv_cached(
     tmp_path: Path, index: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -140,6 +141,7 @@ def test_an_offline_restore_from_a_wheelhouse_ignores_the_index_pages_uv_cached(
     assert restored["numpy"] == "2.3.0" and restored["transformers"] == "5.6.0"
 
 
+@pytest.mark.slow
 def test_an_offline_restore_says_which_pins_the_wheelhouse_lacks(
     tmp_path: Path, index: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,6 +166,7 @@ def test_an_offline_restore_says_which_pins_the_wheelhouse_lacks(
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_the_demo_runs_on_a_used_machine(
     tmp_path: Path, index: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,6 +182,7 @@ def test_the_demo_runs_on_a_used_machine(
     assert done.stdout.rstrip().splitlines()[-1].startswith("That was the incident")
 
 
+@pytest.mark.slow
 def test_a_uv_toml_committed_into_the_checkout_does_not_steer_a_restore(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
