@@ -43,3 +43,22 @@ def test_a_child_dies_when_envguard_is_killed(tmp_path: Path) -> None:
             raise AssertionError("the child outlived envguard")
     finally:
         proc.kill()
+
+
+def test_a_zombie_left_in_the_group_costs_no_grace() -> None:
+    """A child the command left that has exited but not been reaped (its parent gone, a
+    container's PID 1 that never reaps) is no process running: ending the group does not wait
+    the 2 s grace for it, as it did for each bisect trial whose benchmark left a server."""
+    from envguard._run import _kill_group
+
+    # sh starts `true` and becomes `sleep 30`, which never reaps it: a zombie in the group
+    proc = subprocess.Popen(["sh", "-c", "true & exec sleep 30"], start_new_session=True)
+    time.sleep(0.3)
+    zombies = [c for c in psutil.Process(proc.pid).children()
+               if c.status() == psutil.STATUS_ZOMBIE]  # fmt: skip
+    assert zombies, "the shell's child was reaped: no zombie to test with"
+    started = time.monotonic()
+    _kill_group(proc.pid)
+    took = time.monotonic() - started
+    proc.wait(timeout=10)
+    assert took < 1.0
