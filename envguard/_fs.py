@@ -175,3 +175,33 @@ def normal(path: Path) -> Path:
     ``//etc`` is ``/etc`` (POSIX leaves a leading ``//`` to the system; Linux reads ``/``)."""
     text = os.path.normpath(path.absolute())
     return Path("/" + text.lstrip("/") if text.startswith("//") else text)
+
+
+# Never a cache's home, whatever names it: the system, folders of folders, a home's own.
+_SYSTEM = ("/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/Users",  # noqa: S108
+           "/var", "/var/tmp")  # noqa: S108  # fmt: skip
+_SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+                 "/proc", "/run", "/sbin", "/sys", "/usr", "/var/lib", "/var/spool")  # fmt: skip
+_HOME_CACHES = (".cache", ".triton")  # a home's dot-folders a cache may be in (~/.triton/cache)
+
+
+def is_cache_place(path: Path) -> bool:
+    """Whether a cache may be in the folder ``path`` (absolute, normalised), which a lock may
+    name: never the system, a folder of homes, a home or above it, another user's home, or
+    one of a home's own dot-folders (~/.ssh, ~/.config) but those of caches (~/.cache,
+    ~/.triton). One rule for every writer of a lock's cache folders (restore, bisect)."""
+    return not (_is_system(path) or _is_home_folder(path, normal(Path.home())))
+
+
+def _is_system(path: Path) -> bool:
+    return str(path) in _SYSTEM or any(path.is_relative_to(t) for t in _SYSTEM_TREES)
+
+
+def _is_home_folder(path: Path, home: Path) -> bool:
+    if home.is_relative_to(path):  # the home, or a folder above it
+        return True
+    if path.is_relative_to(home):
+        top = path.parts[len(home.parts)]
+        return top.startswith(".") and top not in _HOME_CACHES
+    homes = home.parent  # /home: a folder of homes, unless the home is a top folder (/root)
+    return homes != Path("/") and path.is_relative_to(homes)

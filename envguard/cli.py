@@ -882,6 +882,10 @@ class _LockThenCommand(_CommandAfter):
 @click.option("--max-trials", type=click.IntRange(min=2), default=64, show_default=True,
               help="Stop after this many trials.")  # fmt: skip
 @click.option("--keep", type=_PATH, metavar="DIR", help="Build the trials in DIR and keep them.")
+@click.option(
+    "--trust-lock-env", "trust_env", is_flag=True, help="Let trials set the lock's variables "
+    "that load code (LD_PRELOAD, PYTHONPATH, a path or program): shown, unset without it.",
+)  # fmt: skip
 @_index_options
 @click.option("--python", "python", help="The interpreter to build trials with.")
 @_json_option
@@ -917,7 +921,7 @@ def bisect(lock: Path | None, as_json: bool, **kw: Any) -> None:
             direction="" if higher is None else "higher" if higher else "lower",
             runs=kw.pop("runs"), tolerance=kw.pop("tolerance"), timeout=kw.pop("timeout"),
             max_trials=kw.pop("max_trials"), keep=kw.pop("keep"), python=kw.pop("python"),
-            overrides=_overrides(kw),
+            overrides=_overrides(kw), trust_env=kw.pop("trust_env"),
         )  # fmt: skip
         status = _UI.human(sys.stderr)
         with _UI.progress() as step:

@@ -107,6 +107,12 @@ class TrackingError(EnvguardError):
     download failed, the URI is refused."""
 
 
+class ConfinementError(EnvguardError):
+    """Data from elsewhere (a lockfile, its patch, a cache archive) that would be written
+    outside the folder it is written into, or through a symbolic link: refused, nothing
+    written there."""
+
+
 class NotRestored(EnvguardError):
     """A restore stopped on purpose (venv in use, uv failed, verify mismatch): the old venv is
     untouched. The input was fine; the outcome is "not restored"."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from envguard import catalog
 from envguard.errors import LockfileError
-from envguard.patch import section_path, split_patch
+from envguard.patch import is_new_file, link_target, section_path, split_patch
 from envguard.record import Record
 
 # ---------------------------------------------------------------------------------------------
@@ -372,6 +372,20 @@ class CodeState(Record):
         # latin-1 maps bytes 1:1, and "diff --git " and "\n" are single bytes in UTF-8 too.
         text = self.patch_bytes().decode("latin-1")
         return [s.encode("latin-1") for s in split_patch(text)]
+
+    def links(self) -> dict[str, str]:
+        """Each symbolic link the patch makes or changes → where it points."""
+        out = {}
+        for section in self.sections():
+            path, target = section_path(section), link_target(section)
+            if path is not None and target is not None:
+                out[path] = target
+        return out
+
+    def new_files(self) -> tuple[str, ...]:
+        """The files and links the patch adds."""
+        found = (section_path(s) for s in self.sections() if is_new_file(s))
+        return tuple(path for path in found if path is not None)
 
     def is_own(self, path: str) -> bool:
         """envguard's own file, by name or because this snapshot was compared with it."""

@@ -75,3 +75,28 @@ def section_facts(section: bytes) -> tuple[str, str, str]:
         "" if set(blob) <= {"0"} else blob,
         "" if set(base) <= {"0"} else base,
     )
+
+
+_LINK_MODE = re.compile(r"^(?:new file mode 120000|new mode 120000|index \S+ 120000)$", re.M)
+
+
+def link_target(section: bytes) -> str | None:
+    """Where the symbolic link a section makes or changes points (its ``+`` line), or None
+    when the section leaves no link (a file, a link deleted). A patch applies a link as a
+    link; what is written *under* it must not be written through it."""
+    text = section.decode("utf-8", "surrogateescape")
+    head, _, body = text.partition("\n@@")
+    if not _LINK_MODE.search(head):
+        return None
+    added = [line[1:] for line in body.split("\n")[1:] if line.startswith("+")]
+    return added[-1] if added else None
+
+
+def is_new_file(section: bytes) -> bool:
+    """Whether a section adds its file (or link): ``git diff HEAD`` shows it only once the
+    index knows of it, as a staged new file is."""
+    head = section.decode("utf-8", "surrogateescape").partition("\n@@")[0]
+    return _NEW_FILE.search(head) is not None
+
+
+_NEW_FILE = re.compile(r"^new file mode \d+$", re.M)

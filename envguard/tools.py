@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from envguard import _fs, drift, lockfile, snapshot, uv
+from envguard._confine import Root
 from envguard.errors import ToolError as ToolError  # tools.ToolError, as commands raise it
 from envguard.record import Record
 
@@ -227,9 +228,15 @@ def _lock_place(lockfiles: Path, name: str) -> None:
 def _record(venv: Path, lockfiles: Path) -> Tool:
     """Lock a freshly built or adopted tool, and describe it."""
     snap = snapshot.take(venv, with_code=False, default_caches=False, name=venv.name)
+    # the lockfiles' folder is the repository's, which a clone may fill with links: the
+    # lock is written below it, never through one (``tools -> ~/.ssh``)
     lock = lock_path(lockfiles, venv.name)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    lockfile.write(lock, snap)
+    try:
+        Root(lockfiles, what="tool lockfile").write(
+            lock.relative_to(lockfiles).as_posix(), lockfile.dumps(snap)
+        )
+    except OSError as exc:
+        raise ToolError(f"{lock}: cannot write ({exc.strerror})") from exc
     return _describe(venv, lockfiles, snap)
 
 

@@ -256,7 +256,7 @@ def test_failures_that_are_not_gits_put_everything_back(
     if where == "copy into .git":
         monkeypatch.setattr("shutil.copy2", _once(shutil.copy2))
     elif where == "put back":
-        monkeypatch.setattr("os.replace", _once(os.replace))
+        monkeypatch.setattr("os.rename", _once(os.rename))  # _confine.Root.move_in
     elif where == "tree not the snapshot's":  # after the put-back: the lock edits are in place
         monkeypatch.setattr(checkout, "_same_code", _not_the_snapshot)
     else:

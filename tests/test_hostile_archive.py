@@ -239,14 +239,15 @@ def test_a_failure_while_moving_into_place_puts_every_file_back(
          _file("1-y/k/x", b"kernel"), _file("1-y/k/y", b"kernel")],
         [_entry(project), _entry(project, folder="1-y", kind="triton")],
     )  # fmt: skip
-    real = os.replace
+    real = os.rename
 
-    def full_disk(src: str | Path, dst: str | Path) -> None:
-        if str(dst).startswith(f"{triton}/k/y"):
+    def full_disk(src: str | Path, dst: str | Path, **fds: int) -> None:
+        # placing renames into a folder opened without following links: dst is a bare name
+        if str(src).endswith("/k/y") and str(dst) == "y":
             raise OSError(28, "No space left on device")
-        real(src, dst)
+        real(src, dst, **fds)
 
-    monkeypatch.setattr(os, "replace", full_disk)
+    monkeypatch.setattr(os, "rename", full_disk)
     before = _world(project)
     code, _, err = _restore(project)
     assert code != 0 and "No space left" in err and "Traceback" not in err, err

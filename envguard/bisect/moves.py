@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from envguard import catalog, grouping
+from envguard import catalog, grouping, variables
 from envguard.model import CodeState, Distribution, Snapshot
 from envguard.record import Record
 from envguard.redact import REDACTED
@@ -65,15 +65,18 @@ class Derived:
     notes: tuple[str, ...] = ()  # facts that differ but cannot be moved, and why
 
 
-def derive(good: Snapshot, bad: Snapshot, *, warm: Iterable[str] = ()) -> Derived:
+def derive(
+    good: Snapshot, bad: Snapshot, *, warm: Iterable[str] = (), trust_env: bool = False
+) -> Derived:
     """The moves from ``good`` to ``bad``; ``warm``: the cache kinds the lock's archive
-    holds, which a trial can have as GOOD had them."""
+    holds, which a trial can have as GOOD had them; ``trust_env``: the lock's loader
+    variables may be set (``--trust-lock-env``)."""
     notes: list[str] = []
     moves = [
         *package_moves(good, bad),
         *_code_moves(good.code, bad.code, notes),
         *_cache_moves(good, bad, frozenset(warm), notes),
-        *_env_moves(good, bad, notes),
+        *_env_moves(good, bad, notes, trust=trust_env),
     ]
     notes += _unmovable(good, bad)
     order = {k: i for i, k in enumerate(KINDS)}
@@ -283,10 +286,11 @@ def saved_caches(good: Snapshot) -> frozenset[str]:
 # --- environment --------------------------------------------------------------------------------
 
 
-def _env_moves(good: Snapshot, bad: Snapshot, notes: list[str]) -> list[Move]:
+def _env_moves(good: Snapshot, bad: Snapshot, notes: list[str], *, trust: bool) -> list[Move]:
     from envguard.drift import env
 
     out = []
+    untrusted = []
     for change in env.changes(good, bad):
         name = change.subject
         if name in CACHE_VARS or name.startswith(_INSTALLER):
@@ -297,7 +301,17 @@ def _env_moves(good: Snapshot, bad: Snapshot, notes: list[str]) -> list[Move]:
                 "has it as it is now"
             )
             continue
+        value = good.environ.get(name)
+        if not trust and value is not None and variables.role(name, value) == "loader":
+            untrusted.append(name)
+            continue
         out.append(Move(kind="env", subject=name, old=change.old, new=change.new))
+    if untrusted:
+        notes.append(
+            f"{', '.join(untrusted)}: the lock's value names a program, a library or a path "
+            "to load, so no trial sets it unless you pass --trust-lock-env; every trial has "
+            "it as it is now"
+        )
     return out
 
 

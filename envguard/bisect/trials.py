@@ -37,18 +37,19 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 
-from envguard import _fs, _git, _run, catalog
+from envguard import _fs, _git, _run, catalog, variables
 from envguard import uv as uv_backend
+from envguard._confine import Root
 from envguard.bisect import metric
 from envguard.bisect.moves import CACHE_VARS, HEAD, PATCH, Move, cache_kind, trial_packages
 from envguard.bisect.search import Measured
-from envguard.errors import ArgumentError, BisectError, CommandError
-from envguard.model import GpuState, Snapshot
+from envguard.errors import ArgumentError, BisectError, CommandError, ConfinementError
+from envguard.model import CodeState, GpuState, Snapshot
 from envguard.probes.caches import default_paths
-from envguard.redact import REDACTED
+from envguard.redact import REDACTED, redact
 from envguard.restore.plan import Overrides, Pin, indexes_for, requirements_text
 from envguard.restore.plan import plan as plan_for
 
@@ -143,6 +144,21 @@ class Workspace:
                 self._sweeper.join()
             if self.keep is None:
                 shutil.rmtree(self.root, ignore_errors=True)
+
+    def scrub(self, *files: Path) -> None:
+        """Under --keep, what envguard wrote for a trial (its requirements, its patch, a
+        run's output) stays, with each secret's value redacted as on the screen: a kept
+        folder is shared and pasted. The trial's copy of the code and its venv are left as
+        they ran. Without --keep everything goes at the end, unread."""
+        if self.keep is None:
+            return
+        for file in files:
+            with contextlib.suppress(OSError, ValueError):
+                data = _fs.read_regular(file)
+                text = data.decode("utf-8", "surrogateescape")
+                clean = redact(text)
+                if clean != text:
+                    _fs.atomic_write(file, clean.encode("utf-8", "surrogateescape"))
 
     def discard(self, folder: Path) -> None:
         """A finished trial's folder (its venv: thousands of files) goes on a thread of its
@@ -279,10 +295,12 @@ class Trials:
 
     def _copies(self) -> dict[Path, list[Path]]:
         """Each cache folder of the user's (GOOD's and BAD's) → what the trials copy of it:
-        GOOD's from the lock's archive, unpacked; BAD's from the folder itself."""
+        GOOD's from the lock's archive, unpacked; BAD's from the folder itself (the live
+        environment's own, not a lock's)."""
         copies: dict[Path, list[Path]] = {}
         for c in self.sides.good.caches:
-            if c.kind in self.warm:
+            # the lock names GOOD's folders: one that no cache may be in is never swept
+            if c.kind in self.warm and _fs.is_cache_place(_fs.normal(Path(c.path))):
                 copies.setdefault(Path(c.path), []).append(self.warm[c.kind])
         for c in self.sides.bad.caches:
             copies.setdefault(Path(c.path), []).append(Path(c.path))
@@ -342,6 +360,8 @@ class Trials:
             uv_backend.sync(where / "bin" / "python", reqs, indexes_for(lock, planned.overrides))
         except uv_backend.UvError as exc:
             raise Unbuildable(f"uv refuses these pins: {exc}") from None
+        finally:
+            self.work.scrub(reqs)
         _check_built(lock, where)
         return where
 
@@ -384,6 +404,8 @@ class Trials:
         finally:
             self._ran += time.monotonic() - started
             self.untouched.sweep()
+        output = place / "output"
+        self.work.scrub(output.with_suffix(".stdout"), output.with_suffix(".stderr"))
         return metric.read(self.settings.metric, done.returncode, done.stdout, done.stderr)
 
     def _cwd(self, tree: Path | None) -> Path:
@@ -401,43 +423,58 @@ class Trials:
     def _environ(
         self, applied: frozenset[Move], venv: Path, tree: Path | None, place: Path
     ) -> dict[str, str]:
+        """The run's environment: the live one, GOOD's variables where their moves are not
+        applied (a location of the lock's rebased into ``place``), the run's caches."""
         env = dict(self.sides.environ)
+        room = Root(place, what="a variable's folder")
         for move in self.moves:
             if move.kind == "env" and move not in applied:
-                _set(env, move.subject, self.sides.good.environ.get(move.subject))
+                _set(env, move.subject, _good_value(move.subject, self.sides.good, room))
         for name in CACHE_VARS:  # the run's own copies, whatever the user's say
             env.pop(name, None)
-        env.update(self._caches(applied, place))
+        env.update(self._caches(applied, room))
         if tree is not None and self.code is not None and env.get("PYTHONPATH"):
             env["PYTHONPATH"] = _rebased(env["PYTHONPATH"], self.code.root, tree)
         env["VIRTUAL_ENV"] = str(venv)
         env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         return env
 
-    def _caches(self, applied: frozenset[Move], place: Path) -> dict[str, str]:
+    def _caches(self, applied: frozenset[Move], room: Root) -> dict[str, str]:
         """The variables that point torch and Triton at this run's copies, each cache copied
-        from where this trial has it (GOOD's archive, the live folder) or made empty."""
-        inductor = place / "inductor"
-        out = {"TORCHINDUCTOR_CACHE_DIR": str(inductor)}
-        # set or not as on the side the Triton cache comes from: unset, torch puts Triton's
-        # kernels inside its own cache, and Triton alone uses TRITON_HOME's
+        from where this trial has it (GOOD's archive, the live folder) or made empty. Every
+        folder is the run's own: a lock's paths choose none of them, and only how Triton's
+        folder sits in Inductor's is taken from the side the Triton cache comes from."""
+        inductor = room.folder("inductor")
+        out = {"TORCHINDUCTOR_CACHE_DIR": str(inductor),
+               # unset, Triton alone uses TRITON_HOME's; set, nothing of it is the user's
+               "TRITON_HOME": str(room.folder("triton-home"))}  # fmt: skip
         side = self._side("triton", applied)
-        theirs, theirs_inductor = side.get("TRITON_CACHE_DIR"), side.get("TORCHINDUCTOR_CACHE_DIR")
-        triton = Path(theirs).absolute() if theirs else None
-        holder = Path(theirs_inductor).absolute() if theirs_inductor else None
-        if triton and holder and triton.is_relative_to(holder):  # inside their Inductor cache
-            out["TRITON_CACHE_DIR"] = str(inductor / triton.relative_to(holder))
+        theirs = side.get("TRITON_CACHE_DIR")
+        within = _nested(theirs, side.get("TORCHINDUCTOR_CACHE_DIR")) if theirs else None
+        if within is not None:  # inside their Inductor cache: inside the run's copy of it
+            out["TRITON_CACHE_DIR"] = str(room.folder(PurePosixPath("inductor", *within)))
         elif theirs:
-            out["TRITON_CACHE_DIR"] = str(place / "triton")
-        else:
-            out["TRITON_HOME"] = str(place / "triton-home")
+            out["TRITON_CACHE_DIR"] = str(room.folder("triton"))
         for kind, dest in default_paths(out).items():
+            parts = room.inside(dest)
+            if parts is None:  # by construction never: the backstop of the rule above
+                raise ConfinementError(
+                    f"refusing a {kind} cache copy at {dest}: outside {room.path}"
+                )
             source = self._source(kind, applied)
             if source is not None and source.is_dir():
-                shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+                _, left = room.copy_tree(PurePosixPath(*parts), source)
+                if left:
+                    self._note_links(source, left)
             else:
-                dest.mkdir(parents=True, exist_ok=True)
+                room.folder(PurePosixPath(*parts))
         return out
+
+    def _note_links(self, source: Path, left: int) -> None:
+        note = (f"{left} symbolic link(s) in {source} lead outside it: not in the trials' "
+                "copies, which are never a way into your folders")  # fmt: skip
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _move(self, kind: str) -> Move | None:
         return next((m for m in self.moves if m.kind == "caches" and cache_kind(m) == kind), None)
@@ -642,6 +679,33 @@ def _set(env: dict[str, str], name: str, value: str | None) -> None:
         env[name] = value
 
 
+def _good_value(name: str, good: Snapshot, room: Root) -> str | None:
+    """GOOD's value of ``name`` for a run: a folder or file the lock names is the run's own
+    (``room``'s), since a lock never chooses where anything is written."""
+    value = good.environ.get(name)
+    if value is None:
+        return None
+    role = variables.role(name, value)
+    if role == "folder":
+        return str(room.folder(PurePosixPath("locations", name)))
+    if role == "file":  # its own name kept: NCCL fills in nccl.%h.%p, the log reader looks
+        base = PurePosixPath(value).name
+        ok = base not in ("", ".", "..") and "\0" not in base
+        return str(room.folder(PurePosixPath("locations", name)) / (base if ok else "file"))
+    return value
+
+
+def _nested(triton: str, inductor: str | None) -> tuple[str, ...] | None:
+    """Where Triton's folder sits in Inductor's, as parts (``..`` folded by name, as the
+    lock's machine would read it), or None when it is not inside."""
+    if not inductor:
+        return None
+    try:
+        return _fs.normal(Path(triton)).relative_to(_fs.normal(Path(inductor))).parts
+    except ValueError:
+        return None
+
+
 def _rebased(value: str, root: Path, tree: Path) -> str:
     """PYTHONPATH's entries inside the user's repository, pointed at the trial's copy: the
     trial imports its own code, not the working tree's."""
@@ -701,6 +765,8 @@ class _Code:
                 "GOOD's code cannot be rebuilt byte for byte"
             )
         self.good_files = self._good_untracked(notes)
+        if PATCH in self.moves:
+            _links_said(good, notes)
         ignored = _ignored(repo, Path(sides.bad.venv.path), self.root)
         if ignored:
             more = f" and {len(ignored) - 3} more" if ignored[3:] else ""
@@ -716,9 +782,14 @@ class _Code:
         patch = self.live_patch if live else self.good.patch_bytes()
         if patch:
             self._apply(tree, patch, head)
+            work.scrub(tree.with_name(tree.name + ".patch"))
         files = self._live_untracked() if live else self.good_files
+        room = Root(tree, what="an untracked file")
         for rel, source in files:
-            _copy_file(source, tree / rel)
+            if isinstance(source, bytes):
+                room.write(rel, source)
+            elif source.is_symlink() or source.is_file():
+                room.copy(rel, source)
         return tree
 
     def _left(self, subject: str, applied: frozenset[Move]) -> bool:
@@ -758,6 +829,23 @@ class _Code:
         return out
 
 
+def _links_said(good: CodeState, notes: list[str]) -> None:
+    """The symbolic links the lock's patch makes, said; an untracked file of the lock's
+    under one of them is refused before any trial (the patch's link would lead its content
+    wherever the link points: ``lnk → ~/.ssh`` and ``lnk/authorized_keys``)."""
+    links = good.links()
+    for u in good.untracked:
+        under = next((p for p in links if u.path.startswith(p.rstrip("/") + "/")), None)
+        if under is not None:
+            raise ConfinementError(
+                f"refusing the lock: its untracked file {u.path} lies under {under}, a "
+                f"symbolic link its patch makes (to {links[under]}); nothing was written"
+            )
+    for path, target in links.items():
+        notes.append(f"the lock's patch makes {path} a symbolic link to {target}: trials apply "
+                     "it as a link and write nothing through it")  # fmt: skip
+
+
 _TOOL_LITTER = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".ipynb_checkpoints")
 
 
@@ -776,14 +864,6 @@ def _ignored(repo: object, venv: Path, root: Path) -> list[str]:
             continue  # a uv venv ignores itself from within (its .gitignore: *), file by file
         out.append(path + "/" if raw.endswith(b"/") else path)
     return out
-
-
-def _copy_file(source: Path | bytes, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(source, bytes):
-        dest.write_bytes(source)
-    elif source.is_symlink() or source.is_file():
-        shutil.copy2(source, dest, follow_symlinks=False)
 
 
 # --- GOOD's caches --------------------------------------------------------------------------

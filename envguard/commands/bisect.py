@@ -37,6 +37,7 @@ class Options:
     keep: Path | None = None
     python: str | None = None
     overrides: Overrides = field(default_factory=Overrides)
+    trust_env: bool = False  # --trust-lock-env: the lock's loader variables may be set
 
 
 def bisect(
@@ -63,7 +64,7 @@ def bisect(
                                python=options.python)  # fmt: skip
     started = time.monotonic()
     with trials.Workspace(options.keep) as work:
-        derived, warm = _moves(sides, work)
+        derived, warm = _moves(sides, work, trust_env=options.trust_env)
         if not derived.moves:
             why = f" ({'; '.join(derived.notes)})" if derived.notes else ""
             raise BisectError(f"nothing to bisect: no fact a trial can move differs{why}")
@@ -89,22 +90,26 @@ def bisect(
     return _ended(done, outcome, sides, Path(venv_path))
 
 
-def _moves(sides: trials.Sides, work: trials.Workspace) -> tuple[moves.Derived, dict[str, Path]]:
+def _moves(
+    sides: trials.Sides, work: trials.Workspace, *, trust_env: bool
+) -> tuple[moves.Derived, dict[str, Path]]:
     """The moves, and GOOD's caches unpacked for them (only when a cache is a move)."""
     from envguard.restore import cache_archive
 
     good, bad = sides.good, sides.bad
     saved = cache_archive.archive_path(sides.lock_path).is_file()
-    derived = moves.derive(good, bad, warm=moves.saved_caches(good) if saved else ())
+    derived = moves.derive(
+        good, bad, warm=moves.saved_caches(good) if saved else (), trust_env=trust_env
+    )
     if not any(m.kind == "caches" for m in derived.moves):
         return derived, {}
     try:
         warm = trials.unpack_warm(sides.lock_path, good, work.root / "warm")
     except EnvguardError as exc:
-        derived = moves.derive(good, bad)
+        derived = moves.derive(good, bad, trust_env=trust_env)
         why = f"the lock's saved caches cannot be unpacked for the trials ({exc})"
         return dataclasses.replace(derived, notes=(*derived.notes, why)), {}
-    return moves.derive(good, bad, warm=warm), warm
+    return moves.derive(good, bad, warm=warm, trust_env=trust_env), warm
 
 
 def _value(outcome: search.Outcome[moves.Move], applied: frozenset[moves.Move]) -> float | None:

@@ -580,6 +580,7 @@ class Human:
                 f"{move}{_in(code.root)}{same}, {patch}; uncommitted work is stashed first",
                 self.p.width, 2, first="",
             )  # fmt: skip
+            yield from self._code_links(code, "would make")
             return
         for note in code.recovered:
             yield from wrap(
@@ -595,11 +596,23 @@ class Human:
             f"{self.p.paint('Restored code', 'bold green')}{_in(code.root)}: HEAD at "
             f"{code.head[:12]} ({where}){same} {patch}", self.p.width, 2, first="",
         )  # fmt: skip
+        yield from self._code_links(code, "made")
         if code.kept:
             yield from wrap(f"envguard's own files kept in place: {', '.join(code.kept)}",
                             self.p.width, 2, first="")  # fmt: skip
         if code.back:
             yield from wrap(f"to go back: {code.back}", self.p.width, 2, first="")
+
+    def _code_links(self, code: CodeStep, verb: str) -> Iterator[str]:
+        """A link the patch makes may point anywhere (a teammate's ``~/.ssh``): named, so
+        that nobody is surprised where it leads; git makes it a link, never a file."""
+        if not code.links:
+            return
+        yield from wrap(
+            f"the snapshot's patch {verb} {plural(len(code.links), 'symbolic link')}, "
+            "as links only (nothing is written through them): " + ", ".join(code.links),
+            self.p.width, 2, first="",
+        )  # fmt: skip
 
     # --- bisect -------------------------------------------------------------------------------
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard import compat
-from envguard._fs import atomic_write, normal
+from envguard._confine import Root
+from envguard._fs import atomic_write, is_cache_place, normal
 from envguard._units import human_bytes
 from envguard.errors import CacheArchiveError, NotRestored
 from envguard.lockfile import compat_as_lists
@@ -48,12 +49,6 @@ _MEMBER_LIMIT = 200_000
 _SIZE_LIMIT = 64 << 30  # the files' total, whatever the free space says
 _READ_LIMIT = 1 << 20  # one read of the archive: a header, a chunk of a file or the manifest
 _NAME_LIMIT = 4096  # a member's name: PATH_MAX, and no quadratic walk of a hostile one
-# Never a cache's home, whatever names it: the system, folders of folders, a home's own.
-_SYSTEM = ("/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/Users",  # noqa: S108
-           "/var", "/var/tmp")  # noqa: S108  # fmt: skip
-_SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
-                 "/proc", "/run", "/sbin", "/sys", "/usr", "/var/lib", "/var/spool")  # fmt: skip
-_HOME_CACHES = (".cache", ".triton")  # a home's dot-folders a cache may be in (~/.triton/cache)
 _KINDS = ("inductor", "triton", "custom")
 _HEADROOM = 64 << 20  # left free on the disk after unpacking
 
@@ -322,24 +317,10 @@ def _plausible_cache(path: Path) -> Path:
         raise NotRestored(
             f"refusing the cache folder {str(path)!r}: not an absolute path; nothing was unpacked"
         )
-    real, home = normal(path), normal(Path.home())
-    if _is_system(real) or _is_home_folder(real, home):
+    real = normal(path)
+    if not is_cache_place(real):
         raise NotRestored(f"refusing to unpack a cache into {real}: not a cache folder")
     return real
-
-
-def _is_system(path: Path) -> bool:
-    return str(path) in _SYSTEM or any(path.is_relative_to(t) for t in _SYSTEM_TREES)
-
-
-def _is_home_folder(path: Path, home: Path) -> bool:
-    if home.is_relative_to(path):  # the home, or a folder above it
-        return True
-    if path.is_relative_to(home):
-        top = path.parts[len(home.parts)]
-        return top.startswith(".") and top not in _HOME_CACHES
-    homes = home.parent  # /home: a folder of homes, unless the home is a top folder (/root)
-    return homes != Path("/") and path.is_relative_to(homes)
 
 
 def _unique(member: tarfile.TarInfo, seen: dict[str, str]) -> None:
@@ -396,14 +377,15 @@ def _check_compat(targets: list[_Target], live: Snapshot) -> None:
 
 def _planned(target: _Target) -> _Plan:
     """The members to write, each checked against its final place before anything is: the
-    folders on its way that exist are folders, and a link among them leads inside the cache.
+    folders on its way that exist are folders, and none of them is a link.
     What is there stays (a cache is filled, never rewritten: its names are its contents'
     hashes)."""
     dest = target.dest
     root = Path(os.path.realpath(dest))
     if target.cache.kind == "custom":  # where the folder's own links lead, too
         _plausible_cache(root)
-    folders = {"": _is_folder(dest, root)}  # the cache's folders looked at: whether they exist
+    # the cache's folders looked at: whether they exist
+    folders = {"": _is_folder(dest, root, top=True)}
     files = []
     for member, rel in target.members:
         if member.isdir():
@@ -427,14 +409,16 @@ def _folder_exists(dest: Path, root: Path, rel: str, known: dict[str, bool]) -> 
     return known[unknown[0] if unknown else rel]
 
 
-def _is_folder(path: Path, root: Path) -> bool:
-    """Whether ``path`` exists; refused if it is a file, or a link leading out of ``root``
-    (what writing through it would write outside the cache)."""
+def _is_folder(path: Path, root: Path, *, top: bool = False) -> bool:
+    """Whether ``path`` exists; refused if it is a file or a link (nothing is written
+    through a link: one leading out of ``root`` would write outside the cache)."""
     if not (path.exists() or path.is_symlink()):
         return False
     real = Path(os.path.realpath(path))
     if path.is_symlink() and not real.is_relative_to(root):
         raise NotRestored(f"refusing {path}: a link in the cache that leads elsewhere ({real})")
+    if path.is_symlink() and not top:  # the cache's own folder may be a link: the user's
+        raise NotRestored(f"refusing {path}: a link in the cache; nothing is written through it")
     if not path.is_dir():
         raise NotRestored(f"refusing {path}: a file is where the cache has a folder")
     return True
@@ -469,25 +453,29 @@ def _unpacked(plan: _Plan) -> Unpacked:
 def _unpack_all(tar: tarfile.TarFile, plans: list[_Plan]) -> list[Unpacked]:
     """Every new file of every cache written into a private folder beside its cache, then
     all moved into place: on any failure, what was moved or made is taken back, and every
-    cache (and what is around it) is as it was."""
+    cache (and what is around it) is as it was. Every write goes through a :class:`Root`:
+    what the checks above passed cannot be turned into a link meanwhile."""
     undo: list[Path] = []  # folders made and files moved into place, in that order
-    staged: list[tuple[_Plan, Path]] = []
+    staged: list[tuple[_Plan, Root]] = []
     try:
         try:
             for plan in plans:
                 if plan.files:
-                    staged.append((plan, _staging(plan.target.dest, undo)))
+                    staged.append((plan, Root(_staging(plan.target.dest, undo), what=_WHAT)))
                     for member, rel in plan.files:
-                        _copy(tar, member, staged[-1][1] / rel)
+                        _copy(tar, member, staged[-1][1], rel)
             for plan, staging in staged:
                 _place(plan, staging, undo)
         finally:  # before taking back: a staging folder is in a folder that may be taken back
             for _, staging in staged:
-                shutil.rmtree(staging, ignore_errors=True)
+                shutil.rmtree(staging.path, ignore_errors=True)
     except BaseException:
         _take_back(undo)
         raise
     return [_unpacked(p) for p in plans]
+
+
+_WHAT = "a cache archive's file"
 
 
 def _staging(dest: Path, undo: list[Path]) -> Path:
@@ -497,12 +485,11 @@ def _staging(dest: Path, undo: list[Path]) -> Path:
     return Path(tempfile.mkdtemp(prefix=f".{dest.name}.envguard-unpack-", dir=dest.parent))
 
 
-def _place(plan: _Plan, staging: Path, undo: list[Path]) -> None:
+def _place(plan: _Plan, staging: Root, undo: list[Path]) -> None:
+    _make_folders(plan.target.dest, undo)
+    room = Root(plan.target.dest, what=_WHAT)
     for _, rel in plan.files:
-        final = plan.target.dest / rel
-        _make_folders(final.parent, undo)
-        os.replace(staging / rel, final)
-        undo.append(final)
+        undo.append(room.move_in(rel, staging.path / rel, made=undo))
 
 
 def _make_folders(path: Path, undo: list[Path]) -> None:
@@ -525,14 +512,13 @@ def _take_back(undo: list[Path]) -> None:
                 path.unlink()
 
 
-def _copy(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path) -> None:
+def _copy(tar: tarfile.TarFile, member: tarfile.TarInfo, staging: Root, rel: str) -> None:
     """Exactly the member's declared size, or it is refused."""
     source = tar.extractfile(member)
     if source is None:
         raise NotRestored(f"refusing {member.name!r}: no data")
-    path.parent.mkdir(parents=True, exist_ok=True)
     left = member.size
-    with path.open("wb") as out:
+    with staging.writer(rel) as out:
         while left:
             chunk = source.read(min(left, 1 << 20))
             if not chunk:
@@ -540,4 +526,4 @@ def _copy(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path) -> None:
             out.write(chunk)
             left -= len(chunk)
     with contextlib.suppress(OSError):
-        os.utime(path, (member.mtime, member.mtime))
+        os.utime(staging.path / rel, (member.mtime, member.mtime))

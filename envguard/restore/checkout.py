@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from envguard import _git, catalog
+from envguard._confine import Root
 from envguard.errors import NotRestored, RepoError, RestoreError
 from envguard.model import CodeState
 from envguard.probes import code as code_probe
@@ -107,6 +108,7 @@ def _move(repo: Any, state: CodeState, root: Path, mine: set[str]) -> str | None
     branch = _checkout(repo, state, root)
     if state.patch:
         _apply(repo, state.patch_bytes())
+        _intend_to_add(repo, state)
     _put_back(repo, held)
     now, _ = code_probe.probe(root, required=True)
     if now is None or not _same_code(now, state):
@@ -304,12 +306,10 @@ def _set_aside(repo: Any, root: Path, own: set[str], held: dict[str, str]) -> di
 def _put_back(repo: Any, held: dict[str, str]) -> None:
     if not held:
         return  # nothing of this run's in .git/: a journal a kill left there stays
-    root = Path(repo.working_tree_dir)
-    for rel, keep in held.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+    room = Root(Path(repo.working_tree_dir), what="envguard's own file")
+    for rel, keep in held.items():  # never through a link the checked-out commit holds
         with contextlib.suppress(FileNotFoundError):
-            os.replace(keep, target)
+            room.move_in(rel, Path(keep))
     shutil.rmtree(_hold_dir(repo), ignore_errors=True)
 
 
@@ -328,13 +328,14 @@ def _recover_held(repo: Any) -> list[str]:
     files = _journal(repo)
     if not files:
         return []
-    root = Path(repo.working_tree_dir)
+    room = Root(Path(repo.working_tree_dir), what="envguard's own file")
+    hold = _hold_dir(repo)
     notes = []
     for rel, keep in files.items():
-        target = root / rel
-        if Path(keep).is_file() and not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(keep, target)
+        target = room.path / rel
+        kept = Path(keep)
+        if kept.parent == hold and kept.is_file() and not (target.exists() or target.is_symlink()):
+            room.move_in(rel, kept)
             notes.append(f"put back {rel}, which a killed restore had moved aside")
     if not any(Path(k).exists() for k in files.values()):
         shutil.rmtree(_hold_dir(repo), ignore_errors=True)
@@ -378,6 +379,15 @@ def _apply(repo: Any, patch: bytes) -> None:
             _git.output(repo, "apply", "--binary", "--whitespace=nowarn", *own, fh.name)
         except RepoError as exc:
             raise NotRestored(f"the snapshot's patch does not apply: {exc}") from exc
+
+
+def _intend_to_add(repo: Any, state: CodeState) -> None:
+    """The files the patch adds, marked to be added (``git add -N``), as they were staged
+    when the snapshot was taken: ``git diff HEAD`` then shows them, and the tree compares
+    equal. (``git apply -N`` would do it, but git before 2.42 empties the rest of the index.)"""
+    new = [p for p in state.new_files() if not catalog.is_own_file(p)]  # never applied
+    if new:
+        _git.output(repo, "add", "--intent-to-add", "--", *(f":(literal){p}" for p in new))
 
 
 def _back(repo: Any, origin: str, saved: str | None, keep_out: list[str], own: set[str]) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envguard.errors import RestoreError
-from envguard.model import Snapshot
+from envguard.model import CodeState, Snapshot
 from envguard.record import Record
 from envguard.restore import cache_archive, checkout
 
@@ -25,6 +25,9 @@ class CodeStep(Record):
     kept: tuple[str, ...] = ()
     back: str = ""  # how to return to where the user was
     recovered: tuple[str, ...] = ()
+    # symbolic links the snapshot's patch makes, "path -> target": git applies them as
+    # links and never writes through one; said because a link may point anywhere
+    links: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +60,7 @@ def put_back(
             head = _git.text(repo, "rev-parse", "HEAD")
         return CodeStep(
             root=str(root), head=head, snapshot_head=state.head, dry_run=True,
-            files=len(state.changed),
+            files=len(state.changed), links=_links(state),
         )  # fmt: skip
     done = checkout.restore_code(
         state,
@@ -76,4 +79,9 @@ def put_back(
         kept=done.kept,
         back=done.back,
         recovered=done.recovered,
+        links=_links(state),
     )
+
+
+def _links(state: CodeState) -> tuple[str, ...]:
+    return tuple(f"{path} -> {target}" for path, target in sorted(state.links().items()))
