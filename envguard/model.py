@@ -8,6 +8,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from envguard import catalog
 from envguard.errors import LockfileError
@@ -320,11 +321,17 @@ class HeadMove(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class UntrackedFile(Record):
-    """A file git does not track, by size and blob id."""
+    """A file git does not track, by size and blob id: never its content (an ``.env``, a key
+    or a token is the usual untracked file), and a lock that carries one is refused, since
+    bisect or restore would have to write it (#39)."""
+
+    REFUSED: ClassVar[dict[str, str]] = {
+        "content": "envguard never records an untracked file's content, and a lock that "
+        "carries one is refused (it would be written into your tree)"
+    }
 
     path: str
     size: int
-    content: str | None = None  # small text files only, secrets redacted
     blob: str = ""  # git's blob id of the content, whatever the size (up to 64 MB)
 
     def validate(self, path: str) -> None:

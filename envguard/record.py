@@ -23,6 +23,9 @@ class Record:
     """Mixin: dict round-trip for frozen dataclasses, driven by their type hints."""
 
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    # Fields an older envguard wrote and a lock must no longer carry, each with why: refused
+    # by name where the lock is read, rather than as an unknown field.
+    REFUSED: ClassVar[dict[str, str]] = {}
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -128,6 +131,9 @@ def _decode_record(cls: type[Record], data: Any, path: str) -> Record:
     if not isinstance(data, dict):
         raise _fail(path, "a table", data)
     hints, required = _schema(cls)
+    refused = sorted(set(data) & set(cls.REFUSED))
+    if refused:
+        raise LockfileError(f"{path}.{refused[0]}: {cls.REFUSED[refused[0]]}")
     unknown = sorted(set(data) - set(required))
     if unknown:
         raise LockfileError(f"{path}.{unknown[0]}: unknown field")

@@ -71,8 +71,9 @@ def test_secret_in_patch_and_untracked_is_redacted(repo: Path) -> None:
     assert "abcdef0123456789abcdef" not in state.patch and "token_count = 5" in state.patch
     assert warnings and "redacted" in warnings[0]
     untracked = {u.path: u for u in state.untracked}
-    assert untracked["notes.txt"].content is None and untracked["notes.txt"].blob  # hash only
-    assert untracked[".env"].content is None and untracked[".env"].size > 0
+    for name, text in {"notes.txt": "hf_abcdefghijklmnop", ".env": "sk-zzzzzzzzzzzz"}.items():
+        assert set(untracked[name].to_dict()) == {"path", "size", "blob"}  # hash only
+        assert text not in str(untracked[name].to_dict()) and untracked[name].size > 0
 
 
 def test_remote_credentials_are_stripped(repo: Path) -> None:

@@ -111,9 +111,30 @@ def _staged_link(home: Path) -> Callable[[Path], None]:
 
 def _untracked_under_link(doc: dict[str, Any]) -> None:
     blob = hashlib.sha1(f"blob {len(KEY)}\0{KEY}".encode()).hexdigest()  # git's blob id
-    doc["code"]["untracked"] = [
-        {"path": "lnk/authorized_keys", "size": len(KEY), "content": KEY, "blob": blob}
-    ]
+    doc["code"]["untracked"] = [{"path": "lnk/authorized_keys", "size": len(KEY), "blob": blob}]
+
+
+def _with_content(doc: dict[str, Any]) -> None:
+    """The attack as first found: the untracked file's content in the lock, to be written."""
+    _untracked_under_link(doc)
+    doc["code"]["untracked"][0]["content"] = KEY
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["bisect", "restore", "diff"])
+def test_a_lock_carrying_an_untracked_files_content_is_refused_where_read(
+    here: Incident, tmp_path: Path, home: Path, command: str
+) -> None:
+    lock = _teammate(here, tmp_path, home, _staged_link(home))
+    _edit(lock, _with_content)
+    before = _everything(home, here)
+    args = {"bisect": (*here.indexes(), *METRIC, "--", "python", "bench.py"),
+            "restore": ("--code", "--repo", str(here.root), "--yes"),
+            "diff": ()}[command]  # fmt: skip
+    code, out, err = invoke(command, str(lock), *args, env=_env(here, home))
+    _one_line_refusal(code, out, err, "code.untracked[0].content", "never records")
+    assert _everything(home, here) == before
+    assert (home / ".ssh" / "authorized_keys").read_text().startswith("ssh-ed25519 AAAA...victim")
 
 
 @pytest.mark.slow
@@ -264,6 +285,7 @@ def test_a_locks_location_is_rebased_and_loaders_need_trust(
     assert seen["NCCL_DEBUG_FILE"].endswith("/authorized_keys")
     assert seen["HOME"] == str(home)  # the lock named no home: the user's own, untouched
     said = " ".join(out.split())
+    assert "NCCL_DEBUG_FILE" in said and "a folder of its own in its work folder" in said
     if trust:
         assert seen["LD_PRELOAD"] == str(tmp_path / "evil.so")
         assert seen["PYTHONPATH"] == str(tmp_path / "evil")

@@ -331,7 +331,7 @@ def test_untracked_files_are_recorded_by_hash_never_their_content(project: Proje
     lock = lockfile.read(project.lock)
     assert lock.code is not None
     (recorded,) = [u for u in lock.code.untracked if u.path == "notes.txt"]
-    assert recorded.content is None and recorded.blob
+    assert recorded.blob and "hunter2" not in project.lock.read_text()
     assert recorded.size == notes.stat().st_size
     assert "lr=3e-4" not in project.lock.read_text()
     project.write("notes.txt", "lr=1e-4\nDB_PASSWORD=hunter2-untracked\n")  # same size

@@ -290,7 +290,8 @@ def _env_moves(good: Snapshot, bad: Snapshot, notes: list[str], *, trust: bool) 
     from envguard.drift import env
 
     out = []
-    untrusted = []
+    untrusted: list[str] = []
+    located: list[str] = []
     for change in env.changes(good, bad):
         name = change.subject
         if name in CACHE_VARS or name.startswith(_INSTALLER):
@@ -302,10 +303,18 @@ def _env_moves(good: Snapshot, bad: Snapshot, notes: list[str], *, trust: bool) 
             )
             continue
         value = good.environ.get(name)
-        if not trust and value is not None and variables.role(name, value) == "loader":
+        role = variables.role(name, value) if value is not None else "value"
+        if not trust and role == "loader":
             untrusted.append(name)
             continue
+        if role in ("folder", "file"):
+            located.append(name)
         out.append(Move(kind="env", subject=name, old=change.old, new=change.new))
+    if located:
+        notes.append(
+            f"{', '.join(located)}: the lock's value names where a program writes, so a trial "
+            "that takes it gets a folder of its own in its work folder instead of the lock's path"
+        )
     if untrusted:
         notes.append(
             f"{', '.join(untrusted)}: the lock's value names a program, a library or a path "

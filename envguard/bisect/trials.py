@@ -49,7 +49,7 @@ from envguard.bisect.search import Measured
 from envguard.errors import ArgumentError, BisectError, CommandError, ConfinementError
 from envguard.model import CodeState, GpuState, Snapshot
 from envguard.probes.caches import default_paths
-from envguard.redact import REDACTED, redact
+from envguard.redact import redact
 from envguard.restore.plan import Overrides, Pin, indexes_for, requirements_text
 from envguard.restore.plan import plan as plan_for
 
@@ -786,9 +786,7 @@ class _Code:
         files = self._live_untracked() if live else self.good_files
         room = Root(tree, what="an untracked file")
         for rel, source in files:
-            if isinstance(source, bytes):
-                room.write(rel, source)
-            elif source.is_symlink() or source.is_file():
+            if source.is_symlink() or source.is_file():
                 room.copy(rel, source)
         return tree
 
@@ -807,22 +805,20 @@ class _Code:
                 f"the uncommitted patch does not apply on {head[:12]}: {exc}"
             ) from None
 
-    def _live_untracked(self) -> list[tuple[str, Path | bytes]]:
+    def _live_untracked(self) -> list[tuple[str, Path]]:
         return [(u.path, self.root / u.path) for u in self.bad.untracked
                 if not self.bad.is_own(u.path)]  # fmt: skip
 
-    def _good_untracked(self, notes: list[str]) -> list[tuple[str, Path | bytes]]:
-        """GOOD's untracked files: the live file where it is the same (by blob id), else the
-        content the lock kept (small text files); any other is missing from GOOD, said."""
+    def _good_untracked(self, notes: list[str]) -> list[tuple[str, Path]]:
+        """GOOD's untracked files: the live file where it is the same (by blob id); any other
+        is missing from GOOD, said (a lock records no untracked file's content)."""
         live = {u.path: u.blob for u in self.bad.untracked}
-        out: list[tuple[str, Path | bytes]] = []
+        out: list[tuple[str, Path]] = []
         for u in self.good.untracked:
             if self.good.is_own(u.path):
                 continue
             if u.blob and live.get(u.path) == u.blob:
                 out.append((u.path, self.root / u.path))
-            elif u.content is not None and REDACTED not in u.content:
-                out.append((u.path, u.content.encode()))
             elif PATCH in self.moves:
                 notes.append(f"{u.path}: untracked in the lock, its content not recorded: GOOD's "
                              "trials run without it")  # fmt: skip
