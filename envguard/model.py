@@ -89,7 +89,7 @@ def _branch(value: str | None, path: str) -> None:
         return
     parts = value.split("/")
     if (
-        len(value) > 255
+        len(value) > 4096  # git has no limit; a loose ref, 255 a folder name
         or value.startswith("-")
         or _REF_BAD.search(value)
         or any(not p or p.startswith(".") or p.endswith((".", ".lock")) for p in parts)
