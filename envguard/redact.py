@@ -16,6 +16,9 @@ Lockfiles and journals are committed and shared, so every string envguard writes
   strings (``Password=…;``). A word that only may name a secret (``key``, ``token``) takes a
   value only when it looks random (hex, or mixed-case letters and digits).
 
+Then gitleaks' default rules (:mod:`envguard.secret_rules`) find what these did not: the
+tokens of 219 providers, by prefix or by the provider's name before them.
+
 What stays: hashes and shas (no keyword beside them), versions, ``token_count = 5``,
 ``password = getpass()``, ``pad_token = "<pad>"``; a redacted look-alike damages every diff.
 
@@ -33,6 +36,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 REDACTED = "<redacted>"
 _T = TypeVar("_T")
@@ -249,6 +253,52 @@ def _pem_blocks(text: str, code: bool) -> str:
     return "".join(out)
 
 
+# --- Kubernetes Secrets -------------------------------------------------------------------
+
+_K8S_SECRET = re.compile(r"kind:[ \t]*[\"']?(?i:secret)\b")
+_K8S_DATA = re.compile(r"(?P<indent>[ \t]*)(?:data|stringData):[ \t]*(?:#.*)?")
+_K8S_ENTRY = re.compile(r"(?P<indent>[ \t]*)(?P<key>[\w.-]{1,253}):[ \t]*(?P<value>\S.*)")
+
+
+def _k8s_secrets(text: str, code: bool) -> str:
+    """A Secret's manifest (``kind: Secret``, in either order with its ``data:``, as kubectl
+    prints it): every value of its ``data:`` and ``stringData:`` maps. gitleaks' own rule for
+    it reads 300 characters past each "kind:" and "data:" and took 3 s a megabyte; this
+    reads each line of a Secret's document once."""
+    lines = text.split("\n")
+    out: list[str] = []
+    doc: list[str] = []
+    for line in lines:
+        body = line[1:] if code and line[:1] in ("+", "-", " ") else line
+        if body.rstrip() == "---":
+            out += _k8s_document(doc, code)
+            doc = []
+        doc.append(line)
+    out += _k8s_document(doc, code)
+    return "\n".join(out)
+
+
+def _k8s_document(lines: list[str], code: bool) -> list[str]:
+    if not any(_K8S_SECRET.search(line) for line in lines):
+        return lines
+    out, within, items = [], -1, -1  # the indents of the data map read (-1: none), its keys
+    for line in lines:
+        mark = line[:1] if code and line[:1] in ("+", "-", " ") else ""
+        body = line[len(mark) :]
+        indent = body[: len(body) - len(body.lstrip(" \t"))]
+        if within >= 0 and body.strip() and len(indent) > within:  # an entry, or its value's
+            entry = _K8S_ENTRY.fullmatch(body)  # next line (a block scalar's "|")
+            items = len(indent) if items < 0 else items
+            key = f"{entry.group('key')}: " if entry and len(indent) == items else ""
+            out.append(f"{mark}{indent}{key}{REDACTED}")
+            continue
+        data = _K8S_DATA.fullmatch(body)
+        within = len(data.group("indent")) if data else (within if not body.strip() else -1)
+        items = -1
+        out.append(line)
+    return out
+
+
 def _line_end(text: str, at: int) -> int:
     end = text.find("\n", at)
     return len(text) if end < 0 else end
@@ -281,12 +331,21 @@ def _url(m: re.Match[str]) -> str:
 
 def _token_segment(segment: str) -> bool:
     """``/<token>/simple``: a long random segment; not a hash (hex: a wheel's, a commit's),
-    nor a file or a model name (``torch-2.11.0-….whl``, ``Meta-Llama-3-70B-Instruct``)."""
+    nor a file or a model name (``torch-2.11.0-….whl``, ``Meta-Llama-3-70B-Instruct``). A
+    percent-encoded one (``%2B``, ``%2F`` of a base64 token) is judged as it decodes; and
+    gitleaks' rules judge each segment alone, since theirs end a token at a quote, a space
+    or the end of the text, never at a ``/``."""
+    decoded = unquote(segment)
+    if decoded != segment:
+        return _token_segment(decoded.replace("%", "").replace("/", ""))
+    if len(segment) >= 8 and _gitleaks_spans(segment):  # a token alone, as its rule ends it
+        return True
     return "." not in segment and not _HEX.fullmatch(segment) and _looks_random(segment, 20)
 
 
 def _param(m: re.Match[str]) -> str:
-    if m.group("value") and _strength(m.group("key")) > 0:
+    value = m.group("value")
+    if value and (_strength(m.group("key")) > 0 or ("%" in value and _token_segment(value))):
         return f"{m.group('key')}={REDACTED}"
     return m.group(0)
 
@@ -373,7 +432,7 @@ _COMMANDS = _by_first_char(
          r"(?P<user>[^\s:\"'@/]{1,128}):(?P<userpass>[^\s\"'@]{1,512})"),
         # --password X, --token=X, --api-key X
         ("-", rf"(?<![\w\-]-)(?P<opt>-?(?=[\w\-]{{0,40}}?{_WORD_HINT})[A-Za-z][\w\-]{{0,40}})"
-         r"(?:=|[ \t]{1,4})[\"']?(?P<optval>[^\s\"']{1,512})"),
+         r"(?:=|[ \t]{1,4})[\"']?(?P<optval>[^\s\"'=][^\s\"']{0,511})"),  # "= x": not a value
         # mysql -pSECRET (the password joined to -p)
         ("Mm", r"(?<![\w\-]\w)(?i:ysql|ysqldump|ysqladmin|(?<=m)ariadb)\b[^\n]{0,256}?[ \t]-p"
          r"(?P<mysql>[^\s\"']{1,256})"),
@@ -555,11 +614,36 @@ def redact(text: str, *, code: bool = False) -> str:
     block takes them."""
     if "PRIVATE KEY" in text:
         text = _pem_blocks(text, code)
+    if _K8S_SECRET.search(text):
+        text = _k8s_secrets(text, code)
     if "://" in text:
         text = _URL.sub(_url, text)
     text = _SHAPES.sub(REDACTED, text)
     text = _COMMANDS.sub(_command, text)
-    return _keywords(text)
+    return _by_gitleaks(_keywords(text))
+
+
+def _by_gitleaks(text: str) -> str:
+    """What gitleaks' rules find that the rules above did not (a provider's token known by
+    its shape, or by the provider's name before it)."""
+    found = _gitleaks_spans(text)
+    return _replaced(text, found) if found else text
+
+
+def _gitleaks_spans(text: str) -> list[tuple[int, int]]:
+    from envguard import secret_rules
+
+    return secret_rules.spans(text)
+
+
+def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each of the sorted, disjoint ``spans`` made ``<redacted>``."""
+    parts, at = [], 0
+    for start, end in spans:
+        parts += [text[at:start], REDACTED]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
 
 
 def redact_text(text: str, *, code: bool = False) -> tuple[str, int]:
@@ -577,10 +661,18 @@ def strip_url_credentials(text: str) -> str:
 
 
 def redact_value(name: str, value: str) -> str:
-    """An environment variable's value: all of it when its name names a secret."""
+    """An environment variable's value: all of it when its name names a secret; else what
+    the rules find in it, read as ``NAME=value`` so that a rule that needs the provider's
+    name before a token (``TORCH_HEROKU_KEY``'s uuid, ``SENTRY_…``'s hex) sees it."""
     if is_secret_name(name):
         return REDACTED
-    return redact(value)
+    value = redact(value)
+    line = f"{name}={value}"
+    at = len(name) + 1
+    found = [(max(a, at), b) for a, b in _gitleaks_spans(line) if b > at]
+    if not found:
+        return value
+    return _replaced(line, found)[at:]
 
 
 def redact_argv(argv: Sequence[str]) -> tuple[str, ...]:

@@ -19,10 +19,18 @@ import base64
 import hashlib
 import json
 import random
+import re
 import string
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10 only
+    import tomli as tomllib
 
 LOWER = string.ascii_lowercase
 UPPER = string.ascii_uppercase
@@ -590,6 +598,10 @@ def _lookalikes() -> Iterator[tuple[str, str]]:
 
 
 LOOKALIKES: tuple[tuple[str, str], ...] = tuple(_lookalikes())
+# each distinct look-alike under a captured variable's neutral name, as a user's would sit
+LOOKALIKES_BY_NAME: dict[str, str] = {
+    f"TORCH_LOOKALIKE_{i}": v for i, v in enumerate(dict.fromkeys(v for _, v in LOOKALIKES))
+}
 
 
 def text(shape: Shape) -> str:
@@ -654,3 +666,70 @@ def python_regex(go: str) -> str:
             out.append(c)
         i += 1
     return "".join(out) + ")" * opened[0]
+
+
+# --- envguard/_gitleaks.py, made from gitleaks' rules -----------------------------------------
+
+RULES_TOML = Path(__file__).parent / "data" / "gitleaks" / "gitleaks.toml"
+# Rules envguard leaves to its own redaction: the generic keyword rule (envguard's keyword
+# assignments, tuned on 1.8 M lines of library code, with fewer false alarms), the PEM block
+# (envguard keeps a patch's lines through it) and a file's name (pkcs12-file: no text).
+# Three more, whose reach past each keyword is slow in Python's re (RE2 runs them in linear
+# time): the two curl rules' ``.*?`` over up to six lines (100,000 "curl -H" took minutes),
+# and the Kubernetes Secret's 300 characters past each "kind:" and "data:" (3 s a
+# megabyte). envguard's own header, ``-u`` and Secret-manifest rules find what they find
+# (the harness measures it).
+LEFT_OUT = frozenset({
+    "generic-api-key", "private-key", "pkcs12-file",
+    "curl-auth-header", "curl-auth-user", "kubernetes-secret-yaml",
+})  # fmt: skip
+_LAZY_NAME = re.compile(r"^(\(\?i\))?\[\\w\.-\]\{0,50\}\?")
+
+
+def envguard_rules() -> str:
+    """The text of ``envguard/_gitleaks.py``: each rule's Python regex, secret group, entropy,
+    keywords and allow-list. The leading ``[\\w.-]{0,50}?`` of a name rule is dropped: it
+    only widens gitleaks' report to the name, and tried lazily at every position it made
+    redaction slower by 20 times."""
+    doc = tomllib.loads(RULES_TOML.read_text())
+    lines = [
+        '"""gitleaks\' default rules (https://github.com/gitleaks/gitleaks, MIT licence), as',
+        "envguard's redaction runs them: made by ``python -m tests.secrets_corpus`` from",
+        "``tests/data/gitleaks/gitleaks.toml``; do not edit.",
+        "",
+        "(rule id, Python regex, secret group, least entropy, keywords, allowed secrets)",
+        '"""',
+        "",
+        "RULES: tuple[tuple[str, str, int, float, tuple[str, ...], tuple[str, ...]], ...] = (",
+    ]
+    for rule in doc["rules"]:
+        if rule["id"] in LEFT_OUT:
+            continue
+        regex = python_regex(rule["regex"])
+        flags, regex = _split_flags(regex)
+        group = int(rule.get("secretGroup", 0))
+        allowed = tuple(python_regex(rx) for a in rule.get("allowlists", ())
+                        if a.get("regexTarget", "secret") == "secret" and "paths" not in a
+                        for rx in a.get("regexes", ()))  # fmt: skip
+        entry = (rule["id"], flags + regex, group, float(rule.get("entropy", 0)),
+                 tuple(k.lower() for k in rule.get("keywords", ())), allowed)  # fmt: skip
+        lines.append(f"    {entry!r},")
+    allowed = tuple(python_regex(a) for a in doc["allowlist"]["regexes"])
+    lines += [")", "", "# the global allow-list: placeholders, booleans, paths, repeated letters",
+              f"ALLOWED: tuple[str, ...] = {allowed!r}", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def _split_flags(regex: str) -> tuple[str, str]:
+    flags = ""
+    m = _LAZY_NAME.match(regex)
+    if m:
+        flags, regex = (m.group(1) or ""), regex[m.end() :]
+    lazy = "(?i:[\\w.-]{0,50}?"
+    if regex.startswith(lazy):
+        regex = "(?i:" + regex[len(lazy) :]
+    return flags, regex
+
+
+if __name__ == "__main__":
+    print(envguard_rules(), end="")

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from envguard import _gitleaks as gitleaks
 from envguard import journal, lockfile
 from envguard.probes import code
 from envguard.redact import redact, redact_argv, redact_data, redact_text, strip_url_credentials
@@ -385,6 +386,21 @@ def test_redaction_is_idempotent_keeps_lines_and_is_the_same_in_bulk(texts: list
     }
 
 
+@pytest.mark.parametrize("code", [False, True])
+def test_a_kubernetes_secrets_data_goes_in_either_order_and_a_configmap_stays(code: bool) -> None:
+    """kubectl prints ``data:`` before ``kind: Secret``; a block scalar's lines go with it."""
+    value, other = _b62(32, "k8s-a"), _b62(40, "k8s-b")
+    text = (f"apiVersion: v1\ndata:\n  db.conf: {value}\n  tls.key: |\n    {other}\n"
+            f"kind: Secret\nmetadata:\n  name: db\n  namespace: production\n---\n"
+            f"kind: ConfigMap\ndata:\n  lr: {value[:12]}\n")  # fmt: skip
+    if code:
+        text = "".join(f"+{line}\n" for line in text.splitlines())
+    out = redact(text, code=code)
+    assert value not in out and other not in out and "tls.key: <redacted>" in out
+    assert "namespace: production" in out and f"lr: {value[:12]}" in out  # not a Secret's
+    assert out.count("\n") == text.count("\n") and redact(out, code=code) == out
+
+
 def test_error_lines_are_redacted(capsys: pytest.CaptureFixture[str]) -> None:
     from envguard.output import lines
 
@@ -399,6 +415,7 @@ def test_error_lines_are_redacted(capsys: pytest.CaptureFixture[str]) -> None:
 # Linear time: one dirty 100 kB line took a snapshot 59 s
 
 
+_GITLEAKS_KEYWORDS = sorted({k for rule in gitleaks.RULES for k in rule[4]})
 ADVERSARIAL = {
     "letters": "B" * 1_000_000,
     "colons": "a:" * 500_000,
@@ -412,6 +429,13 @@ ADVERSARIAL = {
     "quotes": 'password="' * 100_000,
     "mixed": ("token = " + "x" * 40 + " https://u:p@h/" + "Ab1" * 10 + " ") * 10_000,
     "random": _tok(_B62 + " =:/@._-\"'", 1_000_000, "random"),
+    # gitleaks' rules: every keyword, then a megabyte; a keyword every 4 kB; their slow forms
+    "gitleaks-keywords": " ".join(_GITLEAKS_KEYWORDS) + " " + "a" * 1_000_000,
+    "gitleaks-every-4k": "".join(f"{k} = {'b' * 4000}\n" for k in _GITLEAKS_KEYWORDS),
+    "gitleaks-prefixes": "ghp_" * 250_000,
+    "curl-headers": "curl -H " * 100_000,
+    "k8s-secret": "kind: secret\ndata:\n  x: " * 50_000,
+    "k8s-inline": "kind: secret data: " * 50_000,
 }
 
 
