@@ -312,3 +312,55 @@ def test_a_locks_location_is_rebased_and_loaders_need_trust(
 )
 def test_each_variable_has_one_role(name: str, value: str, role: str) -> None:
     assert variables.role(name, value) == role
+
+
+# --- secrets: bisect's screen, --json and kept trials ----------------------------------------
+
+SECRETS_PRINTED = """\
+import os, sys
+print("settings:", os.environ.get("TORCH_SETTINGS", "<unset>"))
+print("argv:", " ".join(sys.argv[1:]))
+print("throughput:", 4.3 if os.environ.get("CUDA_LAUNCH_BLOCKING") == "1" else 21.5)
+"""
+
+
+def _kept_text(keep: Path) -> dict[str, str]:
+    """What envguard wrote into the kept trials (requirements, patches, runs' output, its
+    records), not the trials' copies of the user's own code and venvs, left as they ran."""
+    out = {}
+    for path in keep.rglob("*"):
+        parts = set(path.relative_to(keep).parts)
+        if path.is_file() and not path.is_symlink() and not parts & {"venv", "tree", ".venv"}:
+            out[str(path.relative_to(keep))] = path.read_text(errors="replace")
+    return out
+
+
+@pytest.mark.slow
+def test_no_gitleaks_shape_reaches_bisects_screen_json_or_kept_trials(
+    here: Incident, tmp_path: Path, home: Path
+) -> None:
+    """Every token gitleaks knows alone, in a variable the trials set (and the benchmark
+    prints) and in the benchmark's argv: none on the screen, in --json or in a kept file."""
+    from tests import secrets_corpus as corpus
+    from tests.test_secret_places import _leaks
+
+    shapes = [s for s in corpus.shapes("bisect") if not (s.line or s.ident)]
+    lock = _teammate(here, tmp_path, home, lambda clone: None)
+    script = tmp_path / "prints.py"
+    script.write_text(SECRETS_PRINTED)
+    argv = [w for i, s in enumerate(shapes) for w in ([s.secret], ["--token", s.secret])[i % 2]]
+    env = _env(here, home, CUDA_LAUNCH_BLOCKING="1",
+               TORCH_SETTINGS=" ".join(s.secret for s in shapes))  # fmt: skip
+    outputs = {}
+    for json_flag in ((), ("--json",)):
+        keep = tmp_path / f"kept{len(json_flag)}"
+        code, out, err = invoke("bisect", str(lock), *here.indexes(), *METRIC, *json_flag,
+                                "--keep", str(keep), "--", sys.executable, str(script), *argv,
+                                env=env)  # fmt: skip
+        assert code == 0, err
+        outputs.update({f"screen{json_flag}": out + err, **_kept_text(keep)})
+    # the runs' output was kept, and held what the benchmark printed: Workspace.scrub's work
+    assert any(n.endswith("output.stdout") for n in outputs)
+    leaked = {s.rule: where for s in shapes if (where := _leaks(s.secret, outputs))}
+    print(f"bisect: {len(leaked)} of {len(shapes)} gitleaks shapes leaked")
+    assert not leaked, leaked

@@ -19,6 +19,7 @@ shrinks. ``python -m pytest -q tests/test_secret_places.py -rA`` prints the figu
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -118,10 +119,15 @@ def _leaks(secret: str, outputs: dict[str, str]) -> list[str]:
     whole = "".join(secret.split())
     found = []
     for name, text in outputs.items():
-        flat = "".join(text.split())
+        flat = _flat(text)
         if any(f in text for f in _forms(secret)) or (len(whole) >= 8 and whole in flat):
             found.append(name)
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def _flat(text: str) -> str:
+    return "".join(text.split())
 
 
 @dataclass
@@ -188,10 +194,13 @@ def _moved(project: Project, harness: Harness, env: dict[str, str | None]) -> No
             env[name] = value[::-1] if value else value  # another value, the same shape's
 
 
-def _each_branch_and_remote(root: Path, h: Harness) -> None:
+def _each_branch_and_remote(base: Path, h: Harness) -> None:
     """A repository has one branch and one remote at a time: every other shape goes through
     the probe that reads them (git's own files written, as ``git checkout -b`` and ``git
-    remote set-url`` leave them) and the redaction every output passes through."""
+    remote set-url`` leave them) and the redaction every output passes through; in a clean
+    clone, whose probe has no patch to redact each time."""
+    root = base / "each"
+    git(base, "clone", "-q", str(base / "train"), str(root))
     head = git(root, "rev-parse", "HEAD").strip()
     shown = []
     for s in _branch_safe(h.shapes["history"])[2:]:
@@ -242,7 +251,7 @@ def harness(
         _run(out, "log", "log", env=env)
         _run(out, "log --json", "log", "--json", env=env)
         out["journal"] = journal.path_for(project.lock).read_text()
-        _each_branch_and_remote(project.root, h)
+        _each_branch_and_remote(base, h)
         yield h
     finally:
         mp.undo()

@@ -442,12 +442,14 @@ ADVERSARIAL = {
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_redaction_is_linear(name: str) -> None:
-    text = ADVERSARIAL[name]
+    """A quarter of each megabyte: a quadratic rule takes seconds there (the curl rules
+    that were left out, ten), and a linear one a tenth of a second."""
+    text = ADVERSARIAL[name][:262_144]
     start = time.perf_counter()
     redact_text(text)
     strip_url_credentials(text)
     took = time.perf_counter() - start
-    assert took < 2.0, f"{name}: {took:.2f} s"  # quadratic: minutes
+    assert took < 1.0, f"{name}: {took:.2f} s"
 
 
 @pytest.mark.slow
