@@ -687,3 +687,41 @@ def test_what_a_killed_bisect_left_is_collected_by_the_next(here: Incident) -> N
     assert code == 0, err
     assert not dead.exists() and alive.is_dir()
     assert git(here.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+DISCARDS_SEEN = """\
+import os, pathlib
+aside = pathlib.Path.cwd().parents[1] / ".discarded"  # trial-NN/code -> the work folder
+left = sorted(p.name for p in aside.glob("*")) if aside.is_dir() else []
+with open(os.environ["BENCH_LOG"], "a") as log:
+    log.write(" ".join(left) + "\\n")
+print("throughput:", 4.3 if os.environ.get("CUDA_LAUNCH_BLOCKING") == "1" else 21.5)
+"""
+
+
+@pytest.mark.slow
+def test_no_trial_folder_is_being_removed_while_a_trial_runs(
+    here: Incident, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished trial's venv goes on a thread while the next one builds, and is gone
+    before that one's command starts: removing thousands of files takes a core from what is
+    measured (#40). The removal is made slow here, so that one still under way is seen."""
+    from envguard.bisect import trials
+
+    real = shutil.rmtree
+
+    def slow_rmtree(path: object, *args: object, **kwargs: object) -> None:
+        if ".discarded" in str(path):  # a trial's folder, as the sweeper removes it
+            time.sleep(0.15)
+        real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trials.shutil, "rmtree", slow_rmtree)
+    script, log = tmp_path / "sees.py", tmp_path / "seen.log"
+    script.write_text(DISCARDS_SEEN)
+    env = {**here.env, "BENCH_SLOW_WHEN": "env", "BENCH_LOG": str(log)}
+    code, out, err = invoke("bisect", *here.indexes(), *METRIC, "--", sys.executable, str(script),
+                            env=env)  # fmt: skip
+    assert code == 0, err
+    seen = log.read_text().splitlines()
+    assert len(seen) >= 3 and all(line == "" for line in seen), seen
+    assert "CUDA_LAUNCH_BLOCKING" in out.split("\n")[0]  # and the culprit is still found

@@ -162,7 +162,8 @@ class Workspace:
 
     def discard(self, folder: Path) -> None:
         """A finished trial's folder (its venv: thousands of files) goes on a thread of its
-        own, while the next trial builds and runs; under --keep it stays."""
+        own, while the next trial builds (never while it runs: :meth:`quiet`); under --keep
+        it stays."""
         if self.keep is not None:
             return
         aside = self.root / ".discarded" / folder.name
@@ -175,7 +176,16 @@ class Workspace:
 
     def _sweep(self) -> None:
         while (folder := self._trash.get()) is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                shutil.rmtree(folder, ignore_errors=True)
+            finally:
+                self._trash.task_done()
+
+    def quiet(self) -> None:
+        """Every folder handed to :meth:`discard` gone: called before a trial's command runs,
+        so that nothing of envguard's takes a core from what is measured (#40)."""
+        if self._sweeper is not None:
+            self._trash.join()
 
     def worktree(self, repo: Path, commit: str, tree: Path) -> None:
         """``tree``: a detached worktree of ``repo`` at ``commit``, known before git makes
@@ -382,6 +392,7 @@ class Trials:
             self.tell(Event(trial=index, applied=ordered, run=i, runs=runs, values=tuple(values)))
             place = folder / f"run-{i}"
             env = self._environ(applied, venv, tree, place)
+            self.work.quiet()  # the last trial's venv went while this one was built
             done = self._run_once(env, self._cwd(tree), place, tree)
             if done.value is None:
                 return Measured(values=tuple(values), failure=done.why)
