@@ -246,7 +246,7 @@ def _pem_blocks(text: str, code: bool) -> str:
                 break
             end = after
         lines = text[start:end].split("\n")
-        marks = [ln[:1] if code and ln[:1] in ("+", "-", " ") else "" for ln in lines]
+        marks = [_mark(ln, code) for ln in lines]
         out += (text[pos:start], "\n".join(f"{mark}{REDACTED}" for mark in marks))
         pos = end
     out.append(text[pos:])
@@ -269,7 +269,7 @@ def _k8s_secrets(text: str, code: bool) -> str:
     out: list[str] = []
     doc: list[str] = []
     for line in lines:
-        body = line[1:] if code and line[:1] in ("+", "-", " ") else line
+        body = line[len(_mark(line, code)) :]
         if body.rstrip() == "---":
             out += _k8s_document(doc, code)
             doc = []
@@ -283,7 +283,7 @@ def _k8s_document(lines: list[str], code: bool) -> list[str]:
         return lines
     out, within, items = [], -1, -1  # the indents of the data map read (-1: none), its keys
     for line in lines:
-        mark = line[:1] if code and line[:1] in ("+", "-", " ") else ""
+        mark = _mark(line, code)
         body = line[len(mark) :]
         indent = body[: len(body) - len(body.lstrip(" \t"))]
         if within >= 0 and body.strip() and len(indent) > within:  # an entry, or its value's
@@ -297,6 +297,11 @@ def _k8s_document(lines: list[str], code: bool) -> list[str]:
         items = -1
         out.append(line)
     return out
+
+
+def _mark(line: str, code: bool) -> str:
+    """A patch line's ``+``/``-``/space mark, which a redacted line keeps ("" for text)."""
+    return line[:1] if code and line[:1] in ("+", "-", " ") else ""
 
 
 def _line_end(text: str, at: int) -> int:

@@ -146,10 +146,6 @@ class Harness:
         return out
 
 
-def _shapes(place: str) -> tuple[corpus.Shape, ...]:
-    return corpus.shapes(place)
-
-
 def _run(outputs: dict[str, str], name: str, *args: str, env: dict[str, str | None]) -> None:
     code, out, err = invoke(*args, env=env)
     assert code in (0, 1), (name, out, err)
@@ -160,7 +156,7 @@ def _planted(project: Project, harness: Harness) -> dict[str, str | None]:
     """Everything but argv planted, as the lock's machine had it; the environment to run in."""
     root = project.root
     for place in PLACES:  # a URL holds no line of text, nor a name before a token
-        shapes = _shapes(place)
+        shapes = corpus.shapes(place)
         urls = place in ("index-url", "remote")
         harness.shapes[place] = tuple(s for s in shapes if not (urls and (s.line or s.ident)))
     token = harness.shapes["remote"][0].secret
