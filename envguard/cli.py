@@ -870,7 +870,8 @@ class _LockThenCommand(_CommandAfter):
               help="Which way BAD must differ to be a regression (default: either).")  # fmt: skip
 @click.option("--unit", default="", help="How the number reads: Ktok/s, s/step.")
 @click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Runs of each trial; their median counts.")  # fmt: skip
+              help="Runs of each trial; their median counts. GOOD and BAD run at least "
+                   "3 times with --metric, on to 6 until their runs tell them apart.")  # fmt: skip
 @click.option(
     "--tolerance", type=click.FloatRange(0, 0.5, min_open=True), default=0.25,
     show_default=True, help="A trial within this share of the gap from BAD is bad.",

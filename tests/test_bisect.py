@@ -68,8 +68,20 @@ if log:  # one line a run, of what it had
         f.write(" ".join(sorted(k for k, v in facts.items() if v)) + "\\n")
 if os.environ.get("BENCH_EXIT"):
     raise SystemExit(1 if slow else 0)
+value = 4.3 if slow else 21.5
+cold = os.environ.get("BENCH_COLD")  # the first run of all is slow, whatever it has
+if cold and not os.path.exists(cold):
+    pathlib.Path(cold).touch()
+    value = 4.0
+noise = os.environ.get("BENCH_NOISE")  # each run's value, in turn, from a file
+if noise:
+    done = pathlib.Path(noise + ".runs")
+    ran = len(done.read_text().splitlines()) if done.exists() else 0
+    with open(done, "a") as f:
+        f.write("ran\\n")
+    value = float(pathlib.Path(noise).read_text().split()[ran])
 print("step 1 throughput: 9.9")
-print("throughput:", 4.3 if slow else 21.5)
+print("throughput:", value)
 """
 METRIC = ("--metric", r"throughput: ([0-9.]+)", "--higher-is-better", "--unit", "Ktok/s")
 
@@ -236,10 +248,12 @@ def test_the_screen_at_80_columns_and_nothing_of_the_users_touched(here: Inciden
     lines = out.splitlines()
     assert all(len(line) <= 80 for line in lines), out
     assert lines[0].startswith("Culprit: speedlib 1.0 → 2.0 (7 trials, ")
-    assert lines[1] == "GOOD      21.5 Ktok/s  lockfiles/train.envguard.toml"
-    assert (
-        lines[2] == "BAD        4.3 Ktok/s  .venv, with the working tree, caches and variables here"
-    )
+    # GOOD and BAD, three runs each (the same number each time: no range to show)
+    assert lines[1] == "GOOD      21.5 Ktok/s (3 runs)  lockfiles/train.envguard.toml"
+    assert lines[2:4] == [
+        "BAD        4.3 Ktok/s (3 runs)  .venv, with the working tree, caches and",
+        "          variables here",
+    ]
     table = lines[lines.index(next(ln for ln in lines if ln.startswith("trial"))) + 1 :][:7]
     assert [ln.split()[0] for ln in table] == ["1", "2", "3", "4", "5", "6", "7"]
     assert "nothing (GOOD)" in table[0] and "all 5 moves (BAD)" in table[1]
@@ -259,8 +273,54 @@ def test_no_regression_is_refused_before_any_search(here: Incident, tmp_path: Pa
     assert "no regression to bisect: GOOD 21.5 and BAD 21.5 Ktok/s measure alike" in err
     doc = json.loads(out)
     assert doc["result"] is None and "no regression" in doc["error"]
-    assert log.read_text().splitlines() == ["", "cache env patch speedlib"]  # GOOD, BAD
+    # GOOD, BAD, in turn, three times each: the same number each time is enough
+    assert log.read_text().splitlines() == ["", "cache env patch speedlib"] * 3
     assert _work(here) == []
+
+
+@pytest.mark.slow
+def test_a_gap_inside_the_noise_is_cannot_tell_with_the_figures(
+    here: Incident, tmp_path: Path
+) -> None:
+    """GOOD and BAD each swing between fast and slow: six runs each, in turn, and the gap
+    between their medians stays inside their spread. No culprit, no search: exit 1."""
+    noise = tmp_path / "values"
+    noise.write_text("21.5 4.3 4.3 21.5 21.5 4.3 4.3 21.5 21.5 4.3 21.5 4.3")  # G B G B ...
+    code, out, err = here.bisect(*METRIC, "--json", env={"BENCH_NOISE": str(noise)})
+    assert code == 1, err
+    doc = _json(out)
+    assert doc["found"] is False and doc["culprits"] == []
+    assert doc["stop"] == "cannot tell GOOD from BAD: their gap is inside their runs' noise"
+    assert [t["index"] for t in doc["trials"]] == [1, 2]  # no search on it
+    good, bad = doc["trials"]
+    assert good["values"] == [21.5, 4.3, 21.5, 4.3, 21.5, 21.5]
+    assert bad["values"] == [4.3, 21.5, 4.3, 21.5, 4.3, 4.3]
+    assert doc["noise"]["good"] == {"runs": 6, "min": 4.3, "max": 21.5, "spread": 17.2}
+    noise.with_suffix(".runs").unlink()  # the same runs again, for the screen
+    code, out, _ = here.bisect(*METRIC, env={"BENCH_NOISE": str(noise)})
+    said = " ".join(out.split())
+    assert code == 1
+    assert out.startswith("No culprit after 2 trials, ")
+    assert "cannot tell GOOD from BAD: their gap is inside their runs' noise" in said
+    assert (
+        "GOOD 21.5 and BAD 4.3 Ktok/s differ by 17.2 (80%), within their runs' spread "
+        "(17.2 Ktok/s in 6 each)"
+    ) in said
+    assert "suspects" not in said  # no search began: naming every move says nothing
+
+
+@pytest.mark.slow
+def test_a_cold_first_run_costs_runs_not_the_answer(here: Incident, tmp_path: Path) -> None:
+    """GOOD's first run is slow (a cold start): its spread hides the gap until enough runs
+    leave the one outlier out. GOOD and BAD run on, in turn, and the culprit is found."""
+    code, out, err = here.bisect(*METRIC, "--json", env={"BENCH_COLD": str(tmp_path / "c")})
+    assert code == 0, err
+    doc = _json(out)
+    assert [c["subject"] for c in doc["culprits"]] == ["speedlib"]
+    good, bad = doc["trials"][:2]
+    assert good["values"] == [4.0, 21.5, 21.5, 21.5, 21.5] and good["value"] == 21.5
+    assert bad["values"] == [4.3] * 5
+    assert doc["noise"]["good"]["spread"] == 0.0  # the cold run left out
 
 
 @pytest.mark.slow
@@ -515,7 +575,7 @@ def test_a_child_the_command_leaves_running_ends_with_its_run(
     assert [c["subject"] for c in _json(out)["culprits"]] == ["speedlib"]
     assert time.monotonic() - started < 20
     left = [int(p) for p in pids.read_text().split()]
-    assert len(left) == 7  # one a trial
+    assert len(left) == 11  # one a run: GOOD's and BAD's three each, one each other trial
     alive = [p for p in left if psutil.pid_exists(p)
              and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # fmt: skip
     assert alive == []

@@ -142,13 +142,17 @@ def test_max_trials_stops_with_the_suspects_so_far() -> None:
 @pytest.mark.parametrize(
     ("good", "bad", "direction", "stop"),
     [
-        ((21.5,), (21.3,), None, "alike"),  # under 3%
-        ((21.5, 20.0, 23.0), (19.0, 21.0, 22.0), None, "alike"),  # within the runs' spread
+        ((21.5,), (21.5,), None, "alike"),  # the same number: no regression
+        ((21.5, 21.0), (21.0, 21.5), "higher", "alike"),
+        ((21.5,), (21.3,), None, "cannot-tell"),  # under 3%: a gap, but none to bisect
+        ((21.5, 20.0, 23.0), (19.0, 21.0, 22.0), None, "cannot-tell"),  # within the spread
+        ((21.5, 20.0, 23.0), (19.0, 21.0, 22.0), "higher", "cannot-tell"),  # worse, in noise
         ((4.3,), (21.5,), "higher", "better"),  # BAD is faster: nothing to bisect
+        ((21.5, 4.3, 4.4), (21.6, 21.5, 3.0), "higher", "better"),  # not worse, noise or not
         ((21.5,), (4.3,), "lower", "better"),
     ],
 )
-def test_no_regression_is_refused_after_two_trials(
+def test_no_regression_or_a_gap_in_the_noise_stops_after_two_trials(
     good: tuple[float, ...], bad: tuple[float, ...], direction: str | None, stop: str
 ) -> None:
     asked: list[frozenset[str]] = []
@@ -159,6 +163,55 @@ def test_no_regression_is_refused_after_two_trials(
 
     outcome = bisect(MOVES, measure, direction=direction)
     assert outcome.stop == stop and len(asked) == 2
+
+
+def references(
+    good: list[float], bad: list[float], asked: list[str]
+) -> Callable[..., tuple[Measured, Measured]]:
+    """GOOD's and BAD's runs, taken in turn from two lists, as trials.Trials.references
+    takes them: three each, then on to six while ``told`` says they do not answer."""
+
+    def measure(
+        g: frozenset[str], b: frozenset[str], told: Callable[..., bool]
+    ) -> tuple[Measured, Measured]:
+        assert (g, b) == (frozenset(), frozenset(MOVES))
+        took: tuple[list[float], list[float]] = ([], [])
+        for i in range(6):
+            if i >= 3 and told(*took):
+                break
+            for side, values, name in ((0, good, "GOOD"), (1, bad, "BAD")):
+                took[side].append(values[i])
+                asked.append(name)
+        return Measured(values=tuple(took[0])), Measured(values=tuple(took[1]))
+
+    return measure
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "runs", "stop"),
+    [
+        # apart from the first three: no more runs
+        ([21.5, 21.4, 21.6, 9, 9, 9], [4.3, 4.4, 4.2, 9, 9, 9], 3, ""),
+        # a first run's outlier (a cold start) hides the gap: more runs tell it
+        ([4.0, 21.4, 21.6, 21.5, 21.5, 21.4], [4.3, 4.4, 4.2, 4.3, 4.3, 4.4], 5, ""),
+        # noise all the way: no search, "cannot tell"
+        ([21.5, 4.0, 21.6, 4.4, 21.0, 4.2], [4.3, 21.4, 4.2, 21.0, 4.3, 4.1], 6, "cannot-tell"),
+        # two cold starts in six are noise, not one outlier to leave out
+        ([4.0, 21.4, 4.1, 21.5, 21.5, 21.4], [4.3, 4.4, 4.2, 4.3, 4.3, 4.4], 6, "cannot-tell"),
+        # exactly the same each time: three runs are enough to say so
+        ([21.5] * 6, [21.5] * 6, 3, "alike"),
+    ],
+)
+def test_good_and_bad_run_in_turn_until_their_runs_answer(
+    good: list[float], bad: list[float], runs: int, stop: str
+) -> None:
+    asked: list[str] = []
+    measure, _ = bench([["torch"]])
+    outcome = bisect(MOVES, measure, direction="higher", references=references(good, bad, asked))
+    assert asked == ["GOOD", "BAD"] * runs
+    assert outcome.stop == stop
+    if not stop:
+        assert set(outcome.culprits) == {"torch"}
 
 
 def test_a_broken_good_stops_before_any_search() -> None:

@@ -177,10 +177,22 @@ def test_bad_lockfiles(tmp_path: Path, content: bytes, message: str) -> None:
 
 
 def test_truncated_real_lockfile_names_the_problem(tmp_path: Path) -> None:
+    """Cut inside a value (half-way, moved into the next quoted string: where the cut fell
+    decided before, and one in thirty fell between two lines)."""
     env = make_venv(tmp_path / "venv")
     data = lockfile.dumps(snapshot.take(env, default_caches=False))
     path = tmp_path / "t.envguard.toml"
-    path.write_bytes(data[: len(data) // 2])
+    path.write_bytes(data[: data.index(b' = "', len(data) // 2) + 5])
+    with pytest.raises(LockfileError):
+        lockfile.read(path)
+
+
+@pytest.mark.xfail(strict=True, reason="known: a lock has no end mark (closing note)")
+def test_a_lockfile_cut_between_two_lines_is_refused(tmp_path: Path) -> None:
+    env = make_venv(tmp_path / "venv")
+    data = lockfile.dumps(snapshot.take(env, default_caches=False))
+    path = tmp_path / "t.envguard.toml"
+    path.write_bytes(data[: data.index(b"\n[environ]") + 1])  # its variables lost, unsaid
     with pytest.raises(LockfileError):
         lockfile.read(path)
 

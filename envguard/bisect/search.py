@@ -2,7 +2,9 @@
 
 ``measure(applied)`` builds GOOD with the ``applied`` moves and says what the user's
 command measured there (:class:`Measured`); every set is measured at most once. GOOD (no
-move) and BAD (every move) are measured first. A trial is *bad* when it falls within
+move) and BAD (every move) are measured first, together where ``references`` can (their runs
+taken in turn, until they are :func:`separated`): a gap inside their noise is no verdict but
+"cannot tell", and no search starts on it. A trial is *bad* when it falls within
 ``tolerance`` of the gap from BAD (it costs the whole regression, give or take), *good*
 within ``tolerance`` of GOOD, *partial* in between; broken and unbuildable trials say
 nothing. Only bad counts as failing: the set found is the smallest that costs the gap.
@@ -30,6 +32,9 @@ T = TypeVar("T", bound=Hashable)
 GOOD, BAD, PARTIAL, BROKEN, UNBUILDABLE = "good", "bad", "partial", "broken", "unbuildable"
 TOLERANCE = 0.25  # of the gap: a trial within a quarter of it from BAD costs the regression
 ALIKE = 0.03  # GOOD and BAD closer than 3% (or than their runs' spread) measure alike
+# GOOD's and BAD's runs where a metric decides: at least (the noise cannot be seen in fewer
+# than 3), and at most, taken in turn while they are not separated
+REFERENCE_RUNS = (3, 6)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,9 +48,6 @@ class Measured:
     @property
     def value(self) -> float | None:
         return metric.median(self.values) if self.values and not self.failure else None
-
-    def spread(self) -> float:
-        return max(self.values) - min(self.values) if self.values and not self.failure else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,7 +82,8 @@ class Trial(Generic[T]):
 class Outcome(Generic[T]):
     """``stop`` is "" when ``culprits`` is shown minimal; else why the search stopped:
     ``good-failed``/``bad-failed`` (broken or unbuildable), ``alike``, ``better`` (before
-    any search), ``max-trials`` or ``unresolved`` (trials that said nothing)."""
+    any search: BAD is not worse), ``cannot-tell`` (their gap inside their noise: no verdict
+    either way), ``max-trials`` or ``unresolved`` (trials that said nothing)."""
 
     trials: tuple[Trial[T], ...]
     culprits: tuple[T, ...] = ()
@@ -98,6 +101,13 @@ class Outcome(Generic[T]):
 
     def trial(self, applied: frozenset[T]) -> Trial[T] | None:
         return next((t for t in self.trials if t.applied == applied), None)
+
+
+# measures GOOD and BAD (the sets given) in turn, until the predicate says their runs answer
+References = Callable[
+    [frozenset[T], frozenset[T], Callable[[Sequence[float], Sequence[float]], bool]],
+    tuple[Measured, Measured],
+]
 
 
 class _Exhausted(Exception):
@@ -119,6 +129,17 @@ class _Session(Generic[T]):
                 raise _Exhausted
             self.done[applied] = self.measure(applied)
         return self.done[applied]
+
+    def references(
+        self,
+        good: frozenset[T],
+        bad: frozenset[T],
+        together: References[T] | None,
+    ) -> tuple[Measured, Measured]:
+        if together is None:
+            return self.get(good), self.get(bad)
+        self.done[good], self.done[bad] = together(good, bad, told)
+        return self.done[good], self.done[bad]
 
     def bad(self, applied: Sequence[T]) -> bool:
         assert self.scale is not None
@@ -146,23 +167,27 @@ def bisect(
     direction: str | None = None,
     alike: float = ALIKE,
     max_trials: int = 64,
+    references: References[T] | None = None,
 ) -> Outcome[T]:
     """The smallest set of ``moves`` that, applied to GOOD, costs the gap to BAD.
 
-    ``direction``: "higher" or "lower" is better; BAD measuring better than GOOD is then no
-    regression. Without one, any gap is bisected (exit statuses: lower, 0 is good)."""
+    ``direction``: "higher" or "lower" is better; BAD measuring no worse than GOOD is then no
+    regression. Without one, any gap is bisected (exit statuses: lower, 0 is good).
+    ``references(good, bad, told)`` measures GOOD and BAD together, until ``told`` says
+    their runs answer (else ``measure`` measures each)."""
     session: _Session[T] = _Session(measure, max(max_trials, 2))
-    good = session.get(frozenset())
-    bad = session.get(frozenset(moves))
+    good, bad = session.references(frozenset(), frozenset(moves), references)
     session.suspects = list(moves)
     if good.value is None or bad.value is None:
         return session.outcome(stop="good-failed" if good.value is None else "bad-failed")
-    if _alike(good, bad, alike):
+    if bad.value == good.value:
         return session.outcome(stop="alike")
     if (direction == "higher" and bad.value > good.value) or (
         direction == "lower" and bad.value < good.value
     ):
         return session.outcome(stop="better")
+    if not separated(good.values, bad.values, alike):
+        return session.outcome(stop="cannot-tell")
     session.scale = Scale(good=good.value, bad=bad.value, tolerance=tolerance)
     try:
         found = _ddmin(list(moves), session)
@@ -177,11 +202,35 @@ def bisect(
     return session.outcome(culprits=tuple(found))
 
 
-def _alike(good: Measured, bad: Measured, share: float) -> bool:
-    assert good.value is not None and bad.value is not None
-    gap = abs(bad.value - good.value)
-    noise = max(good.spread(), bad.spread())
-    return gap <= max(noise, share * max(abs(good.value), abs(bad.value)))
+def told(good: Sequence[float], bad: Sequence[float]) -> bool:
+    """GOOD's and BAD's runs so far answer: they are separated, or neither varies at all
+    (runs that repeat the same number exactly would repeat it again)."""
+    still = bool(good and bad) and max(good) == min(good) and max(bad) == min(bad)
+    return still or separated(good, bad)
+
+
+def separated(good: Sequence[float], bad: Sequence[float], share: float = ALIKE) -> bool:
+    """GOOD's runs and BAD's tell them apart: the gap between their medians is wider than
+    either's spread and than ``share`` of the larger. Runs of one have no spread to see:
+    with them, only the share decides."""
+    if not good or not bad:
+        return False
+    low, high = metric.median(good), metric.median(bad)
+    noise = max(spread(good), spread(bad))
+    return abs(high - low) > max(noise, share * max(abs(low), abs(high)))
+
+
+def spread(values: Sequence[float]) -> float:
+    """How far apart runs fall: highest less lowest, once the run farthest from the median
+    is left out where there are five or more (one cold start, a first run that compiled
+    what the others found cached, must not hide the gap the rest show; two such are noise)."""
+    if not values:
+        return 0.0
+    kept = list(values)
+    if len(kept) >= 5:
+        middle = metric.median(kept)
+        kept.remove(max(kept, key=lambda v: abs(v - middle)))
+    return max(kept) - min(kept)
 
 
 def _ddmin(c: list[T], session: _Session[T]) -> list[T]:

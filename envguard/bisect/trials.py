@@ -35,7 +35,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -45,7 +45,7 @@ from envguard import uv as uv_backend
 from envguard._confine import Root
 from envguard.bisect import metric
 from envguard.bisect.moves import CACHE_VARS, HEAD, PATCH, Move, cache_kind, trial_packages
-from envguard.bisect.search import Measured
+from envguard.bisect.search import REFERENCE_RUNS, Measured
 from envguard.errors import ArgumentError, BisectError, CommandError, ConfinementError
 from envguard.model import CodeState, GpuState, Snapshot
 from envguard.probes.caches import default_paths
@@ -103,6 +103,23 @@ class Timing:
     seconds: float  # the whole trial
     build_seconds: float  # its venv and code, before the first run
     run_seconds: float = 0.0  # the command's runs themselves: the rest is envguard's
+
+
+@dataclass(kw_only=True)
+class _Trial:
+    """A trial while it is open: its folder, then its code and venv, then its runs."""
+
+    index: int
+    applied: frozenset[Move]
+    ordered: tuple[Move, ...]
+    folder: Path
+    tree: Path | None = None
+    venv: Path | None = None
+    values: list[float] = dataclasses.field(default_factory=list)
+    measured: Measured | None = None  # set when it said nothing (broken, unbuildable)
+    built: float = 0.0  # seconds building its code and venv
+    spent: float = 0.0  # seconds of its runs, with their cache copies
+    ran: float = 0.0  # seconds of the command itself
 
 
 # --- the work folder --------------------------------------------------------------------------
@@ -293,7 +310,7 @@ class Trials:
         self.warm = dict(warm or {})  # cache kind → GOOD's copy, unpacked from the archive
         self.tell = on_event or (lambda event: None)
         self.timings: dict[frozenset[Move], Timing] = {}
-        self._ran = 0.0  # the command's own seconds in the trial that runs
+        self._opened = 0  # trials opened so far: the next one's index is one more
         self.notes: list[str] = []
         version = sides.good.python.version
         self.interpreter = uv_backend.interpreter_for(version, settings.python)[0]
@@ -321,32 +338,80 @@ class Trials:
         return roots + ([self.code.root] if self.code is not None else [])
 
     def __call__(self, applied: frozenset[Move]) -> Measured:
-        index = len(self.timings) + 1
-        ordered = tuple(m for m in self.moves if m in applied)
-        folder = self.work.root / f"trial-{index:02d}"
-        folder.mkdir()
-        started = time.monotonic()
-        built: float | None = None
-        self._ran = 0.0
-        self.tell(Event(trial=index, applied=ordered, run=0, runs=self.settings.runs))
-        tree: Path | None = None
+        """One trial: built, then run ``--runs`` times."""
+        runs = self.settings.runs
+        return self._measure((applied,), least=runs, most=runs)[0]
+
+    def references(
+        self,
+        good: frozenset[Move],
+        bad: frozenset[Move],
+        told: Callable[[Sequence[float], Sequence[float]], bool],
+    ) -> tuple[Measured, Measured]:
+        """GOOD and BAD, both built before either runs, then run in turn (GOOD, BAD, GOOD…)
+        so that whatever the machine does meanwhile falls on both alike: at least
+        ``REFERENCE_RUNS[0]`` times each where a metric decides, and on up to
+        ``REFERENCE_RUNS[1]`` until ``told`` says their runs answer."""
+        least = most = self.settings.runs
+        if self.settings.metric is not None:
+            least, most = max(least, REFERENCE_RUNS[0]), max(least, REFERENCE_RUNS[1])
+        measured = self._measure(
+            (good, bad), least=least, most=most, enough=lambda v: told(v[0], v[1])
+        )
+        return measured[0], measured[1]
+
+    def _measure(
+        self,
+        sets: tuple[frozenset[Move], ...],
+        *,
+        least: int,
+        most: int,
+        enough: Callable[[list[tuple[float, ...]]], bool] | None = None,
+    ) -> list[Measured]:
+        """Every set built first, then run in turn, ``least`` times each and on up to
+        ``most`` until ``enough`` says their runs tell what is asked; a trial that breaks
+        ends the runs of all (the others' would be compared with nothing)."""
+        opened = [self._open(applied) for applied in sets]
         try:
-            try:  # the code first: a project installed editable is installed from it
-                tree = self.code.build(applied, folder / "code", self.work) if self.code else None
-                venv = self._venv(applied, folder / "venv", tree)
-            except Unbuildable as exc:
-                return Measured(failure=str(exc), unbuildable=True)
-            built = time.monotonic() - started
-            return self._runs(index, ordered, applied, folder, venv, tree)
+            for t in opened:
+                self._build(t)
+            for i in range(1, most + 1):
+                if any(t.measured is not None for t in opened):
+                    break
+                if i > least and (enough is None or enough([tuple(t.values) for t in opened])):
+                    break
+                for t in opened:
+                    self._run(t, i, runs=max(least, i))
         finally:
-            if tree is not None:
-                self.work.done(tree)
-            self.work.discard(folder)
-            total = time.monotonic() - started
-            self.timings[applied] = Timing(
-                index=index, seconds=total, build_seconds=total if built is None else built,
-                run_seconds=self._ran,
-            )  # fmt: skip
+            for t in opened:
+                self._close(t)
+        return [t.measured or Measured(values=tuple(t.values)) for t in opened]
+
+    def _open(self, applied: frozenset[Move]) -> _Trial:
+        self._opened += 1
+        folder = self.work.root / f"trial-{self._opened:02d}"
+        folder.mkdir()
+        ordered = tuple(m for m in self.moves if m in applied)
+        return _Trial(index=self._opened, applied=applied, ordered=ordered, folder=folder)
+
+    def _build(self, t: _Trial) -> None:
+        started = time.monotonic()
+        self.tell(Event(trial=t.index, applied=t.ordered, run=0, runs=self.settings.runs))
+        try:  # the code first: a project installed editable is installed from it
+            t.tree = self.code.build(t.applied, t.folder / "code", self.work) if self.code else None
+            t.venv = self._venv(t.applied, t.folder / "venv", t.tree)
+        except Unbuildable as exc:
+            t.measured = Measured(failure=str(exc), unbuildable=True)
+        finally:
+            t.built = time.monotonic() - started
+
+    def _close(self, t: _Trial) -> None:
+        if t.tree is not None:
+            self.work.done(t.tree)
+        self.work.discard(t.folder)
+        self.timings[t.applied] = Timing(
+            index=t.index, seconds=t.built + t.spent, build_seconds=t.built, run_seconds=t.ran
+        )
 
     # -- the venv --
 
@@ -377,34 +442,27 @@ class Trials:
 
     # -- the runs --
 
-    def _runs(
-        self,
-        index: int,
-        ordered: tuple[Move, ...],
-        applied: frozenset[Move],
-        folder: Path,
-        venv: Path,
-        tree: Path | None,
-    ) -> Measured:
-        values: list[float] = []
-        runs = self.settings.runs
-        for i in range(1, runs + 1):
-            self.tell(Event(trial=index, applied=ordered, run=i, runs=runs, values=tuple(values)))
-            place = folder / f"run-{i}"
-            env = self._environ(applied, venv, tree, place)
-            self.work.quiet()  # the last trial's venv went while this one was built
-            done = self._run_once(env, self._cwd(tree), place, tree)
-            if done.value is None:
-                return Measured(values=tuple(values), failure=done.why)
-            values.append(done.value)
-        return Measured(values=tuple(values))
+    def _run(self, t: _Trial, i: int, *, runs: int) -> None:
+        """The command's ``i``-th run in trial ``t``: its caches copied, then nothing of
+        envguard's going on while it runs."""
+        assert t.venv is not None
+        started = time.monotonic()
+        self.tell(Event(trial=t.index, applied=t.ordered, run=i, runs=runs,
+                        values=tuple(t.values)))  # fmt: skip
+        place = t.folder / f"run-{i}"
+        env = self._environ(t.applied, t.venv, t.tree, place)
+        self.work.quiet()  # the last trial's venv went while this one was built
+        done = self._run_once(t, env, self._cwd(t.tree), place)
+        if done.value is None:
+            t.measured = Measured(values=tuple(t.values), failure=done.why)
+        else:
+            t.values.append(done.value)
+        t.spent += time.monotonic() - started
 
-    def _run_once(
-        self, env: dict[str, str], cwd: Path, place: Path, tree: Path | None
-    ) -> metric.Run:
+    def _run_once(self, t: _Trial, env: dict[str, str], cwd: Path, place: Path) -> metric.Run:
         command = self.settings.command
-        if tree is not None and self.code is not None:
-            command = _command_in(command, self.code.root, tree)
+        if t.tree is not None and self.code is not None:
+            command = _command_in(command, self.code.root, t.tree)
         started = time.monotonic()
         place.mkdir(parents=True, exist_ok=True)
         try:
@@ -413,7 +471,7 @@ class Trials:
         except CommandError as exc:  # not found, or past --timeout
             return metric.Run(value=None, why=str(exc))
         finally:
-            self._ran += time.monotonic() - started
+            t.ran += time.monotonic() - started
             self.untouched.sweep()
         output = place / "output"
         self.work.scrub(output.with_suffix(".stdout"), output.with_suffix(".stderr"))

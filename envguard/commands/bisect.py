@@ -76,6 +76,7 @@ def bisect(
             # exit statuses: 0 is good, anything else bad
             direction=options.direction or (None if pattern else "lower"),
             max_trials=options.max_trials,
+            references=runner.references,
         )
     done = BisectDone(
         lock=str(path.absolute()), venv=str(Path(venv_path).absolute()),
@@ -144,6 +145,9 @@ def _ended(
     if refusal:  # an error line, the only thing said: what bisect noted may be why
         said = f"{refusal} ({'; '.join(done.notes)})" if done.notes else refusal
         return dataclasses.replace(done, refusal=said)
+    if outcome.stop == "cannot-tell":
+        notes = (*done.notes, _noise_note(done))
+        return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects, notes=notes)
     if outcome.stop:
         return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects)
     culprits = tuple(
@@ -163,6 +167,25 @@ def _ended(
         put_back=tried.measured.value if tried is not None else None,
         put_back_verdict=tried.verdict if tried is not None else "", notes=notes,
     )  # fmt: skip
+
+
+def _noise_note(done: BisectDone) -> str:
+    """Why GOOD and BAD cannot be told apart, in their own figures."""
+    noise = done.noise()
+    good, bad = done.good or 0.0, done.bad or 0.0
+    gap = abs(bad - good)
+    share = f" ({gap / abs(good):.0%})" if good else ""
+    spread = max(noise["good"]["spread"] or 0.0, noise["bad"]["spread"] or 0.0)
+    unit = f" {done.unit}" if done.unit else ""
+    if gap <= search.ALIKE * max(abs(good), abs(bad)):
+        inside = f"under {search.ALIKE:.0%}, too small a gap to bisect"
+    else:
+        runs = noise["good"]["runs"]
+        inside = f"within their runs' spread ({number(spread)}{unit} in {runs} each)"
+    return (
+        f"GOOD {number(good)} and BAD {number(bad)}{unit} differ by {number(gap)}{share}, "
+        f"{inside}: a quieter machine, a longer benchmark or more --runs may tell them apart"
+    )
 
 
 def _put_back_note(

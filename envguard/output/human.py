@@ -629,8 +629,10 @@ class Human:
                   for k, v in (("GOOD", r.good), ("BAD", r.bad))}  # fmt: skip
         wide = max(map(len, values.values()))
         live = f"{_p(r.venv)}, with the working tree, caches and variables here"
+        noise = r.noise()
         for label, where in (("GOOD", _p(r.lock)), ("BAD", live)):
-            yield from wrap(f"{values[label]:>{wide}}  {where}", self.p.width, INDENT,
+            runs = self._bisect_runs(r, noise[label.lower()])
+            yield from wrap(f"{values[label]:>{wide}}{runs}  {where}", self.p.width, INDENT,
                             first=f"{label:<{INDENT}}")  # fmt: skip
         if r.metric:
             how = f"--metric {shell((r.metric,))}" + (f", {r.direction} is better"
@@ -669,6 +671,17 @@ class Human:
         yield self.p.paint(label, style) + lines[0][len(label) :]
         yield from lines[1:]
 
+    def _bisect_runs(self, r: BisectDone, runs: dict[str, Any]) -> str:
+        """GOOD's or BAD's runs beside its median, where there were several: how many,
+        and the lowest and highest (`` (3 runs, 21.2-21.9)``)."""
+        from envguard.bisect.metric import number
+
+        if runs["runs"] < 2 or not r.metric:
+            return ""
+        if runs["min"] == runs["max"]:
+            return f" ({runs['runs']} runs)"
+        return f" ({runs['runs']} runs, {number(runs['min'])}-{number(runs['max'])})"
+
     def _bisect_value(self, r: BisectDone, value: float | None) -> str:
         from envguard.bisect.metric import said
 
@@ -706,6 +719,8 @@ class Human:
     def _bisect_culprits(self, r: BisectDone, unit: str) -> Iterator[str]:
         from envguard.bisect.moves import shell
 
+        if r.stop == "cannot-tell":  # no search began: every move is as suspect as the next
+            return
         if r.stop:
             among = ", ".join(m.subject for m in r.suspects)
             yield from wrap(f"among {among}", self.p.width, INDENT, first="suspects  ")

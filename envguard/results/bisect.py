@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from envguard.bisect.moves import Move, shell
+from envguard.bisect.search import spread
 from envguard.record import Record
 from envguard.results import Result
 
 # why a search ended without culprits (exit 1), as people read it
 STOPS = {
+    "cannot-tell": "cannot tell GOOD from BAD: their gap is inside their runs' noise",
     "max-trials": "--max-trials reached",
     "unresolved": "the trials that would tell were broken or could not be built",
 }
@@ -82,7 +84,7 @@ class BisectDone(Result):
             "lock": self.lock, "venv": self.venv, "repo": self.repo,
             "command": list(self.command), "metric": self.metric, "direction": self.direction,
             "unit": self.unit, "runs": self.runs, "tolerance": self.tolerance,
-            "good": self.good, "bad": self.bad,
+            "good": self.good, "bad": self.bad, "noise": self.noise(),
             "moves": [_move(m) for m in self.moves],
             "trials": [t.to_dict() for t in self.trials],
             "culprits": [self._culprit(c) for c in self.culprits],
@@ -93,6 +95,25 @@ class BisectDone(Result):
             "suspects": [_move(m) for m in self.suspects] if self.stop else [],
             "notes": list(self.notes), "seconds": round(self.seconds, 3), "work": self.work or None,
         }  # fmt: skip
+
+    def reference(self, index: int) -> TrialRow | None:
+        """GOOD's trial (1) or BAD's (2); None before it was measured."""
+        return next((t for t in self.trials if t.index == index), None)
+
+    def noise(self) -> dict[str, Any]:
+        """GOOD's and BAD's runs: how many, their lowest and highest, and their spread as
+        the search judged it (:func:`envguard.bisect.search.spread`)."""
+        out: dict[str, Any] = {}
+        for name, index in (("good", 1), ("bad", 2)):
+            t = self.reference(index)
+            values = t.values if t is not None else ()
+            out[name] = {
+                "runs": len(values),
+                "min": min(values, default=None),
+                "max": max(values, default=None),
+                "spread": spread(values) if values else None,
+            }
+        return out
 
     def _culprit(self, c: Culprit) -> dict[str, Any]:
         return {
