@@ -72,6 +72,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which starts the workers
+def pytest_configure(config: pytest.Config) -> None:
+    """With --real, one process: a real benchmark measures the machine, and a second worker
+    running another beside it would be what it measures."""
+    if config.getoption("--real") and getattr(config.option, "dist", "no") != "no":
+        config.option.dist, config.option.numprocesses = "no", 0
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: a real test is slow too
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip = pytest.mark.skip(reason="the real tier runs with --real (CONTRIBUTING.md)")
@@ -87,6 +95,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # (git's global config, ~/.cache, ~/.config, trackers' folders), git's system config and any
 # GIT_* variable a hook or an IDE sets, uv's and pip's settings, the XDG folders and TMPDIR.
 _MACHINE_PREFIXES = ("UV_", "PIP_", "GIT_", "XDG_", "WANDB_", "MLFLOW_", "HF_", "VIRTUALENV_")
+# pip's settings as the machine gives them, before the isolation unsets them: the real tier
+# downloads torch as pip here is configured to find it (a mirror, a local folder), and only
+# that does
+MACHINE_PIP = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
 IDENTITY = {
     "GIT_AUTHOR_NAME": "t",
     "GIT_AUTHOR_EMAIL": "t@example.invalid",

@@ -575,7 +575,9 @@ def test_a_child_the_command_leaves_running_ends_with_its_run(
     assert [c["subject"] for c in _json(out)["culprits"]] == ["speedlib"]
     assert time.monotonic() - started < 20
     left = [int(p) for p in pids.read_text().split()]
-    assert len(left) == 11  # one a run: GOOD's and BAD's three each, one each other trial
+    # one a run: GOOD's and BAD's three each, two for each of the 3 bad trials (a second
+    # run confirms a bad verdict), one for each of the 2 good ones
+    assert len(left) == 14
     alive = [p for p in left if psutil.pid_exists(p)
              and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # fmt: skip
     assert alive == []

@@ -147,9 +147,13 @@ def test_max_trials_stops_with_the_suspects_so_far() -> None:
         ((21.5,), (21.3,), None, "cannot-tell"),  # under 3%: a gap, but none to bisect
         ((21.5, 20.0, 23.0), (19.0, 21.0, 22.0), None, "cannot-tell"),  # within the spread
         ((21.5, 20.0, 23.0), (19.0, 21.0, 22.0), "higher", "cannot-tell"),  # worse, in noise
-        ((4.3,), (21.5,), "higher", "better"),  # BAD is faster: nothing to bisect
-        ((21.5, 4.3, 4.4), (21.6, 21.5, 3.0), "higher", "better"),  # not worse, noise or not
-        ((21.5,), (4.3,), "lower", "better"),
+        ((21.5, 20.0, 23.0), (22.0, 21.0, 21.8), "higher", "better"),  # no worse, in noise
+        ((21.5,), (21.9,), "higher", "better"),  # under 3%
+        ((21.5, 4.3, 4.4), (21.6, 21.5, 3.0), "higher", "better"),
+        ((4.3,), (4.2,), "lower", "better"),
+        # BAD clearly faster: GOOD as rebuilt is not the known-good state, nothing is told
+        ((4.3,), (21.5,), "higher", "good-worse"),
+        ((21.5,), (4.3,), "lower", "good-worse"),
     ],
 )
 def test_no_regression_or_a_gap_in_the_noise_stops_after_two_trials(
@@ -212,6 +216,51 @@ def test_good_and_bad_run_in_turn_until_their_runs_answer(
     assert outcome.stop == stop
     if not stop:
         assert set(outcome.culprits) == {"torch"}
+
+
+@pytest.mark.parametrize(
+    ("values", "noise", "clear"),
+    [
+        ((21.5,), 0.0, True),
+        ((4.3,), 0.0, False),  # bad: a second run confirms it (a busy machine slows one)
+        ((4.3, 4.4), 0.0, True),
+        ((12.9,), 0.0, False),  # partial: one run in between is more often noise
+        ((17.5,), 0.0, False),  # good, but a tenth of the gap from the border
+        ((19.5,), 0.0, True),
+        ((19.5,), 4.0, False),  # the references' own runs spread wider than that
+        ((6.5, 6.5), 0.0, True),
+        ((6.5, 8.5), 0.0, False),  # the median of two, a tenth of the gap from the border
+        ((12.9, 21.5, 21.4), 0.0, True),  # the median of three: good
+    ],
+)
+def test_a_verdict_is_clear_only_far_from_a_border(
+    values: tuple[float, ...], noise: float, clear: bool
+) -> None:
+    assert Scale(good=FAST, bad=SLOW, noise=noise).clear(values) is clear
+
+
+def test_a_run_that_dips_is_run_again_before_it_decides() -> None:
+    """One set's first run dips to BAD's speed (the machine was busy): run on, its median is
+    good, and the culprit is the one that costs it. Each bad verdict is confirmed by a second
+    run; a good one far from the border takes one."""
+    measure, _ = bench([["sglang"]])
+    runs: dict[frozenset[str], list[float]] = {}
+
+    def until(applied: frozenset[str], clear: Callable[..., bool]) -> Measured:
+        values: list[float] = []
+        for i in range(3):
+            if i >= 1 and clear(values):
+                break
+            dip = applied == frozenset({"torch", "transformers"}) and i == 0
+            values.append(SLOW if dip else measure(applied).values[0])
+        runs[applied] = values
+        return Measured(values=tuple(values))
+
+    outcome = bisect(MOVES, measure, direction="higher", until=until)
+    assert found(outcome) == {"sglang"}
+    assert runs[frozenset({"torch", "transformers"})] == [SLOW, FAST, FAST]  # good after all
+    others = {k: v for k, v in runs.items() if k != frozenset({"torch", "transformers"})}
+    assert others and all(v == [FAST] or v == [SLOW, SLOW] for v in others.values())
 
 
 def test_a_broken_good_stops_before_any_search() -> None:

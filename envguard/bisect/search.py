@@ -62,6 +62,8 @@ class Scale:
         """0 at GOOD, 1 at BAD (beyond either side past them)."""
         return (value - self.good) / (self.bad - self.good)
 
+    noise: float = 0.0  # how far apart GOOD's and BAD's own runs fell (the wider)
+
     def verdict(self, measured: Measured) -> str:
         if measured.value is None:
             return UNBUILDABLE if measured.unbuildable else BROKEN
@@ -69,6 +71,24 @@ class Scale:
         if share >= 1 - self.tolerance:
             return BAD
         return GOOD if share <= self.tolerance else PARTIAL
+
+    def clear(self, values: Sequence[float]) -> bool:
+        """A trial's runs so far give a verdict that one more could not turn: it is good or
+        bad, and farther from the border of either than the references' noise (and than a
+        tenth of the gap, which a run that once dips can cross). Partial is never clear from
+        one run: a move costs the gap or not, and a run in between is more often noise. Nor
+        is bad: what slows a run (the machine busy elsewhere) makes a good set look bad,
+        never a bad one good, and a false bad leads the search to a false culprit, so a
+        second run confirms it."""
+        if not values:
+            return False
+        share = self.share(metric.median(values))
+        if self.tolerance < share < 1 - self.tolerance:
+            return False
+        if len(values) == 1 and share >= 1 - self.tolerance:
+            return False
+        margin = max(self.noise / abs(self.bad - self.good), 0.1)
+        return all(abs(share - border) > margin for border in (self.tolerance, 1 - self.tolerance))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +103,9 @@ class Outcome(Generic[T]):
     """``stop`` is "" when ``culprits`` is shown minimal; else why the search stopped:
     ``good-failed``/``bad-failed`` (broken or unbuildable), ``alike``, ``better`` (before
     any search: BAD is not worse), ``cannot-tell`` (their gap inside their noise: no verdict
-    either way), ``max-trials`` or ``unresolved`` (trials that said nothing)."""
+    either way), ``good-worse`` (GOOD, rebuilt, clearly worse than BAD: the trials do not
+    reproduce the known-good state), ``max-trials`` or ``unresolved`` (trials that said
+    nothing)."""
 
     trials: tuple[Trial[T], ...]
     culprits: tuple[T, ...] = ()
@@ -110,6 +132,11 @@ References = Callable[
 ]
 
 
+# measures one set, run on (up to a limit of its own) until the predicate says its runs are
+# clear
+Until = Callable[[frozenset[T], Callable[[Sequence[float]], bool]], Measured]
+
+
 class _Exhausted(Exception):
     """--max-trials reached."""
 
@@ -117,8 +144,10 @@ class _Exhausted(Exception):
 class _Session(Generic[T]):
     """Every set measured once, in the order asked, up to ``limit`` trials."""
 
-    def __init__(self, measure: Callable[[frozenset[T]], Measured], limit: int) -> None:
-        self.measure, self.limit = measure, limit
+    def __init__(
+        self, measure: Callable[[frozenset[T]], Measured], limit: int, until: Until[T] | None
+    ) -> None:
+        self.measure, self.limit, self.until = measure, limit, until
         self.done: dict[frozenset[T], Measured] = {}
         self.scale: Scale | None = None
         self.suspects: list[T] = []
@@ -127,7 +156,10 @@ class _Session(Generic[T]):
         if applied not in self.done:
             if len(self.done) >= self.limit:
                 raise _Exhausted
-            self.done[applied] = self.measure(applied)
+            if self.until is not None and self.scale is not None:
+                self.done[applied] = self.until(applied, self.scale.clear)
+            else:
+                self.done[applied] = self.measure(applied)
         return self.done[applied]
 
     def references(
@@ -168,27 +200,34 @@ def bisect(
     alike: float = ALIKE,
     max_trials: int = 64,
     references: References[T] | None = None,
+    until: Until[T] | None = None,
 ) -> Outcome[T]:
     """The smallest set of ``moves`` that, applied to GOOD, costs the gap to BAD.
 
     ``direction``: "higher" or "lower" is better; BAD measuring no worse than GOOD is then no
     regression. Without one, any gap is bisected (exit statuses: lower, 0 is good).
     ``references(good, bad, told)`` measures GOOD and BAD together, until ``told`` says
-    their runs answer (else ``measure`` measures each)."""
-    session: _Session[T] = _Session(measure, max(max_trials, 2))
+    their runs answer (else ``measure`` measures each); ``until(applied, clear)`` measures
+    every other set until ``clear`` says its verdict is (else ``measure`` does, once)."""
+    session: _Session[T] = _Session(measure, max(max_trials, 2), until)
     good, bad = session.references(frozenset(), frozenset(moves), references)
     session.suspects = list(moves)
     if good.value is None or bad.value is None:
         return session.outcome(stop="good-failed" if good.value is None else "bad-failed")
     if bad.value == good.value:
         return session.outcome(stop="alike")
+    apart = separated(good.values, bad.values, alike)
     if (direction == "higher" and bad.value > good.value) or (
         direction == "lower" and bad.value < good.value
     ):
-        return session.outcome(stop="better")
-    if not separated(good.values, bad.values, alike):
+        # BAD no worse, as far as the noise tells: no regression. BAD clearly better: GOOD,
+        # as the trials rebuild it, is not the known-good state (a busy machine, a fact the
+        # lock never recorded), and nothing can be said of the regression
+        return session.outcome(stop="good-worse" if apart else "better")
+    if not apart:
         return session.outcome(stop="cannot-tell")
-    session.scale = Scale(good=good.value, bad=bad.value, tolerance=tolerance)
+    noise = max(spread(good.values), spread(bad.values))
+    session.scale = Scale(good=good.value, bad=bad.value, tolerance=tolerance, noise=noise)
     try:
         found = _ddmin(list(moves), session)
     except _Exhausted:

@@ -342,6 +342,16 @@ class Trials:
         runs = self.settings.runs
         return self._measure((applied,), least=runs, most=runs)[0]
 
+    def until(self, applied: frozenset[Move], clear: Callable[[Sequence[float]], bool]) -> Measured:
+        """One trial, run ``--runs`` times and on, up to ``REFERENCE_RUNS[0]``, while
+        ``clear`` says its verdict could still turn (a metric's; exit statuses are what they
+        are)."""
+        least = self.settings.runs
+        if self.settings.metric is None:
+            return self._measure((applied,), least=least, most=least)[0]
+        most = max(least, REFERENCE_RUNS[0])
+        return self._measure((applied,), least=least, most=most, enough=lambda v: clear(v[0]))[0]
+
     def references(
         self,
         good: frozenset[Move],

@@ -77,6 +77,7 @@ def bisect(
             direction=options.direction or (None if pattern else "lower"),
             max_trials=options.max_trials,
             references=runner.references,
+            until=runner.until,
         )
     done = BisectDone(
         lock=str(path.absolute()), venv=str(Path(venv_path).absolute()),
@@ -145,8 +146,9 @@ def _ended(
     if refusal:  # an error line, the only thing said: what bisect noted may be why
         said = f"{refusal} ({'; '.join(done.notes)})" if done.notes else refusal
         return dataclasses.replace(done, refusal=said)
-    if outcome.stop == "cannot-tell":
-        notes = (*done.notes, _noise_note(done))
+    if outcome.stop in ("cannot-tell", "good-worse"):
+        notes = (*done.notes, _noise_note(done) if outcome.stop == "cannot-tell" else
+                 _worse_note(done))  # fmt: skip
         return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects, notes=notes)
     if outcome.stop:
         return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects)
@@ -185,6 +187,17 @@ def _noise_note(done: BisectDone) -> str:
     return (
         f"GOOD {number(good)} and BAD {number(bad)}{unit} differ by {number(gap)}{share}, "
         f"{inside}: a quieter machine, a longer benchmark or more --runs may tell them apart"
+    )
+
+
+def _worse_note(done: BisectDone) -> str:
+    """GOOD, as the trials rebuild it, measures worse than BAD: what can do that."""
+    unit = f" {done.unit}" if done.unit else ""
+    return (
+        f"GOOD measures {number(done.good)}{unit} and BAD {number(done.bad)}{unit}, each over "
+        f"{done.noise()['good']['runs']} runs: another process on the cores, a variable or file "
+        "the lock never recorded, or a cache cold in the trials can slow GOOD so; bisect again "
+        "on a quiet machine"
     )
 
 
@@ -227,6 +240,6 @@ def _refusal(done: BisectDone, outcome: search.Outcome[moves.Move]) -> str:
             "measure alike"
         )
     return (
-        f"no regression to bisect: BAD {number(done.bad)}{unit} is better than GOOD "
+        f"no regression to bisect: BAD {number(done.bad)}{unit} is no worse than GOOD "
         f"{number(done.good)} ({done.direction} is better)"
     )

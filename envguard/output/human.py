@@ -719,7 +719,7 @@ class Human:
     def _bisect_culprits(self, r: BisectDone, unit: str) -> Iterator[str]:
         from envguard.bisect.moves import shell
 
-        if r.stop == "cannot-tell":  # no search began: every move is as suspect as the next
+        if r.stop in ("cannot-tell", "good-worse"):  # no search began: every move is suspect
             return
         if r.stop:
             among = ", ".join(m.subject for m in r.suspects)

@@ -13,6 +13,8 @@ from envguard.results import Result
 # why a search ended without culprits (exit 1), as people read it
 STOPS = {
     "cannot-tell": "cannot tell GOOD from BAD: their gap is inside their runs' noise",
+    "good-worse": "cannot tell: GOOD, rebuilt from the lock, measures worse than BAD, so the "
+    "trials do not reproduce the known-good state here",
     "max-trials": "--max-trials reached",
     "unresolved": "the trials that would tell were broken or could not be built",
 }
