@@ -57,12 +57,11 @@ class Scale:
     good: float
     bad: float
     tolerance: float = TOLERANCE
+    noise: float = 0.0  # how far apart GOOD's and BAD's own runs fell (the wider)
 
     def share(self, value: float) -> float:
         """0 at GOOD, 1 at BAD (beyond either side past them)."""
         return (value - self.good) / (self.bad - self.good)
-
-    noise: float = 0.0  # how far apart GOOD's and BAD's own runs fell (the wider)
 
     def verdict(self, measured: Measured) -> str:
         if measured.value is None:

@@ -21,7 +21,7 @@ from envguard.bisect.metric import number
 from envguard.config import Config
 from envguard.errors import ArgumentError, BisectError, EnvguardError
 from envguard.restore.plan import Overrides
-from envguard.results.bisect import BisectDone, Culprit, TrialRow
+from envguard.results.bisect import UNTOLD, BisectDone, Culprit, TrialRow
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,7 +146,7 @@ def _ended(
     if refusal:  # an error line, the only thing said: what bisect noted may be why
         said = f"{refusal} ({'; '.join(done.notes)})" if done.notes else refusal
         return dataclasses.replace(done, refusal=said)
-    if outcome.stop in ("cannot-tell", "good-worse"):
+    if outcome.stop in UNTOLD:
         notes = (*done.notes, _noise_note(done) if outcome.stop == "cannot-tell" else
                  _worse_note(done))  # fmt: skip
         return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects, notes=notes)

@@ -718,8 +718,9 @@ class Human:
 
     def _bisect_culprits(self, r: BisectDone, unit: str) -> Iterator[str]:
         from envguard.bisect.moves import shell
+        from envguard.results.bisect import UNTOLD
 
-        if r.stop in ("cannot-tell", "good-worse"):  # no search began: every move is suspect
+        if r.stop in UNTOLD:  # no search began: naming every move says nothing
             return
         if r.stop:
             among = ", ".join(m.subject for m in r.suspects)

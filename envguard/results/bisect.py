@@ -18,6 +18,8 @@ STOPS = {
     "max-trials": "--max-trials reached",
     "unresolved": "the trials that would tell were broken or could not be built",
 }
+# the stops before any search: GOOD and BAD tell nothing, so every move is as suspect as the next
+UNTOLD = frozenset({"cannot-tell", "good-worse"})
 
 
 @dataclass(frozen=True, kw_only=True)
