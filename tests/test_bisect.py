@@ -254,6 +254,13 @@ def test_the_screen_at_80_columns_and_nothing_of_the_users_touched(here: Inciden
         "BAD        4.3 Ktok/s (3 runs)  .venv, with the working tree, caches and",
         "          variables here",
     ]
+    # a trial runs once, and on where one run cannot decide: the screen says both
+    assert (
+        " ".join(out.split()).count(
+            "higher is better; 1 run a trial, up to 3 where its verdict could turn"
+        )
+        == 1
+    )
     table = lines[lines.index(next(ln for ln in lines if ln.startswith("trial"))) + 1 :][:7]
     assert [ln.split()[0] for ln in table] == ["1", "2", "3", "4", "5", "6", "7"]
     assert "nothing (GOOD)" in table[0] and "all 5 moves (BAD)" in table[1]
@@ -636,6 +643,8 @@ def test_exit_statuses_read_as_such_and_one_move_is_named() -> None:
     screen = Human().format(done)
     assert "culprit   addon absent → 1.0: exit 0 → fails" in screen
     assert "    2  addon (BAD)" in screen and "all 1 move" not in screen
+    # an exit status is what it is: one run decides, and the screen promises no more
+    assert "exit status 0 is good; 1 run a trial\n" in screen
 
 
 @pytest.mark.slow

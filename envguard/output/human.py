@@ -639,8 +639,8 @@ class Human:
                                                        if r.direction else "")  # fmt: skip
         else:
             how = "exit status 0 is good"
-        runs = f"the median of {r.runs} runs" if r.runs > 1 else "1 run"
-        yield from wrap(f"`{shell(r.command)}`: {how}; {runs} a trial", self.p.width, INDENT)
+        yield from wrap(f"`{shell(r.command)}`: {how}; {self._bisect_trial_runs(r)}",
+                        self.p.width, INDENT)  # fmt: skip
         width = min(_SUBJECT_MAX, max(len(m.label) for m in r.moves))
         for i, m in enumerate(r.moves):
             label = plural(len(r.moves), "move") if i == 0 else ""
@@ -651,6 +651,16 @@ class Human:
             yield from wrap(note, self.p.width, INDENT, first=self.p.paint("note", "dim") + " " * 6)
         if r.work:
             yield from wrap(f"the trials are kept in {_p(r.work)}", self.p.width, INDENT, first="")
+
+    @staticmethod
+    def _bisect_trial_runs(r: BisectDone) -> str:
+        """How often a trial runs: ``--runs``, and on where a metric's verdict could turn."""
+        from envguard.bisect.search import REFERENCE_RUNS
+
+        runs = f"the median of {r.runs} runs" if r.runs > 1 else "1 run"
+        if r.metric and r.runs < REFERENCE_RUNS[0]:
+            return f"{runs} a trial, up to {REFERENCE_RUNS[0]} where its verdict could turn"
+        return f"{runs} a trial"
 
     def _bisect_verdict(self, r: BisectDone) -> Iterator[str]:
         took = f"{plural(len(r.trials), 'trial')}, {r.seconds:.1f} s"
