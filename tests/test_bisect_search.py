@@ -15,6 +15,7 @@ from envguard.bisect.search import (
     GOOD,
     PARTIAL,
     UNBUILDABLE,
+    UNSTEADY,
     Measured,
     Outcome,
     Scale,
@@ -231,6 +232,10 @@ def test_good_and_bad_run_in_turn_until_their_runs_answer(
         ((6.5, 6.5), 0.0, True),
         ((6.5, 8.5), 0.0, False),  # the median of two, a tenth of the gap from the border
         ((12.9, 21.5, 21.4), 0.0, True),  # the median of three: good
+        # one run stalled far past BAD, one at GOOD's speed: their mean reads bad, and
+        # neither run agrees with it (a real 2-core VM under bursts of load did this)
+        ((-15.0, 21.6), 0.0, False),
+        ((4.0, 4.6), 0.0, True),  # both bad: confirmed
     ],
 )
 def test_a_verdict_is_clear_only_far_from_a_border(
@@ -328,3 +333,53 @@ def test_one_culprit_takes_a_logarithmic_number_of_trials(n: int, data: st.DataO
     measure, asked = bench([[culprit]])
     assert found(bisect(moves, measure)) == {culprit}
     assert len(asked) <= 3 + 2 * max(1, (n - 1).bit_length())  # and the fix, tried
+
+
+REAL = ("helper", "uncommitted patch", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+
+
+@pytest.mark.parametrize(
+    "stalled",
+    [
+        # a 2-core VM with two processes burning in bursts (GFLOP/s of torch matmuls, as the
+        # real tier measured them): one run of CUDA_VISIBLE_DEVICES stalled to 7.08 beside
+        # one at GOOD's speed read bad as their mean, and bisect named it
+        {frozenset({"CUDA_VISIBLE_DEVICES"}): [7.08, 144.88, 145.1]},
+        # both runs of helper and the patch stalled (47.35, 7.08), further apart than any
+        # two of GOOD's or BAD's: bisect named the two together
+        {frozenset({"helper", "uncommitted patch"}): [47.35, 7.08, 150.7]},
+    ],
+)
+def test_runs_a_busy_machine_stalled_never_make_a_culprit(
+    stalled: dict[frozenset[str], list[float]],
+) -> None:
+    good = [26.2, 142.22, 142.3, 138.71, 150.68, 141.0]
+    bad = [79.44, 79.24, 80.21, 79.41, 79.67, 79.5]
+
+    def refs(g: frozenset[str], b: frozenset[str], told: Callable[..., bool]) -> tuple[
+        Measured, Measured
+    ]:  # fmt: skip
+        took: tuple[list[float], list[float]] = ([], [])
+        for i in range(6):
+            if i >= 3 and told(*took):
+                break
+            took[0].append(good[i])
+            took[1].append(bad[i])
+        return Measured(values=tuple(took[0])), Measured(values=tuple(took[1]))
+
+    def until(applied: frozenset[str], clear: Callable[..., bool]) -> Measured:
+        script = stalled.get(applied)
+        slow = "OMP_NUM_THREADS" in applied
+        values: list[float] = []
+        for i in range(3):
+            if i >= 1 and clear(values):
+                break
+            values.append(script[i] if script else 79.5 if slow else 143.0)
+        return Measured(values=tuple(values))
+
+    outcome = bisect(REAL, lambda a: until(a, lambda v: True), direction="higher",
+                     references=refs, until=until)  # fmt: skip
+    assert found(outcome) == {"OMP_NUM_THREADS"}
+    verdicts = {t.applied: t.verdict for t in outcome.trials}
+    (set_,) = stalled
+    assert verdicts.get(set_) in (None, GOOD, UNSTEADY), verdicts

@@ -30,6 +30,7 @@ from envguard.bisect import metric
 T = TypeVar("T", bound=Hashable)
 
 GOOD, BAD, PARTIAL, BROKEN, UNBUILDABLE = "good", "bad", "partial", "broken", "unbuildable"
+UNSTEADY = "unsteady"  # its runs disagree more than GOOD's and BAD's own did: says nothing
 TOLERANCE = 0.25  # of the gap: a trial within a quarter of it from BAD costs the regression
 ALIKE = 0.03  # GOOD and BAD closer than 3% (or than their runs' spread) measure alike
 # GOOD's and BAD's runs where a metric decides: at least (the noise cannot be seen in fewer
@@ -66,10 +67,31 @@ class Scale:
     def verdict(self, measured: Measured) -> str:
         if measured.value is None:
             return UNBUILDABLE if measured.unbuildable else BROKEN
+        if not self.steady(measured.values):
+            return UNSTEADY
         share = self.share(measured.value)
         if share >= 1 - self.tolerance:
             return BAD
         return GOOD if share <= self.tolerance else PARTIAL
+
+    def steady(self, values: Sequence[float]) -> bool:
+        """A trial's runs agree as well as GOOD's and BAD's own did (or within the
+        tolerance's share of the gap, which no verdict can see inside), the run farthest
+        from their median left out from three on: on a machine busy in bursts, a run stalled
+        to a tenth of GOOD's speed beside one at GOOD's has a median that says nothing of the
+        set, and a false bad is a false culprit."""
+        kept = list(values)
+        if len(kept) >= 3:
+            middle = metric.median(kept)
+            kept.remove(max(kept, key=lambda v: abs(v - middle)))
+        if len(kept) < 2:
+            return True
+        room = max(self.noise, self.tolerance * abs(self.bad - self.good))
+        return max(kept) - min(kept) <= room
+
+    def _side(self, value: float) -> str:
+        """Which verdict one run alone reads as."""
+        return self.verdict(Measured(values=(value,)))
 
     def clear(self, values: Sequence[float]) -> bool:
         """A trial's runs so far give a verdict that one more could not turn: it is good or
@@ -78,15 +100,20 @@ class Scale:
         one run: a move costs the gap or not, and a run in between is more often noise. Nor
         is bad: what slows a run (the machine busy elsewhere) makes a good set look bad,
         never a bad one good, and a false bad leads the search to a false culprit, so a
-        second run confirms it."""
-        if not values:
+        second run confirms it. Two runs that disagree confirm nothing: their median is
+        their mean, which one stalled run drags past the border (a run at a tenth of
+        GOOD's speed and one at GOOD's read bad), so a third decides."""
+        if not values or not self.steady(values):
             return False
-        share = self.share(metric.median(values))
+        median = metric.median(values)
+        share = self.share(median)
         if self.tolerance < share < 1 - self.tolerance:
             return False
         if len(values) == 1 and share >= 1 - self.tolerance:
             return False
         margin = max(self.noise / abs(self.bad - self.good), 0.1)
+        if len(values) == 2 and any(self._side(v) != self._side(median) for v in values):
+            return False
         return all(abs(share - border) > margin for border in (self.tolerance, 1 - self.tolerance))
 
 

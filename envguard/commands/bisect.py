@@ -210,6 +210,12 @@ def _put_back_note(
     if tried.measured.value is None:
         return f"BAD with {names} put back could not be measured ({tried.measured.failure})"
     unit = f" {done.unit}" if done.unit else ""
+    if tried.verdict == search.UNSTEADY:
+        runs = ", ".join(number(v) for v in tried.measured.values)
+        return (
+            f"BAD with {names} put back ran unsteadily ({runs}{unit}), its runs further apart "
+            f"than GOOD's and BAD's: the machine was busy; bisect again on a quiet one to be sure"
+        )
     value = metric.said(tried.measured.value, exits=not done.metric)
     how = "part of the gap" if tried.verdict == search.PARTIAL else "it"
     return (
