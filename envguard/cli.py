@@ -243,7 +243,20 @@ def demo(keep: Path | None, with_bisect: bool) -> None:
     sys.exit(code)
 
 
-@cli.command()
+class _OptionsThenCommand(click.Command):
+    """``[OPTIONS] [-- COMMAND...]``: everything before ``--`` is envguard's; the command
+    after it, if any, goes to ``ctx.meta["envguard.command"]``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        at = args.index("--") if "--" in args else len(args)
+        ctx.meta["envguard.command"] = tuple(args[at + 1 :])
+        return click.Command.parse_args(self, ctx, args[:at])
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return [*super().collect_usage_pieces(ctx), "[-- COMMAND...]"]
+
+
+@cli.command(cls=_OptionsThenCommand)
 @click.option(
     "--venv",
     type=_PATH,
@@ -267,6 +280,15 @@ def demo(keep: Path | None, with_bisect: bool) -> None:
 )
 @click.option("--name", help="Snapshot name (default: the venv's prompt or folder name).")
 @click.option("--save-cache", is_flag=True, help="Also archive the compile caches beside it.")
+@click.option("--bench", is_flag=True, help="Also run the benchmark after -- in the venv "
+              "and record its known-good speed in the lock.")  # fmt: skip
+@click.option("--metric", metavar="REGEX", help="With --bench: the number, the first group of "
+              "REGEX in its output (default: exit status 0 is good).")  # fmt: skip
+@click.option("--higher-is-better/--lower-is-better", "higher", default=None,
+              help="With --bench --metric: which way is better.")  # fmt: skip
+@click.option("--unit", default="", help="With --bench: how the number reads (Ktok/s).")
+@click.option("--runs", type=click.IntRange(min=1), default=None,
+              help="With --bench: how many runs to record (default: 5).")  # fmt: skip
 @_json_option
 @_common
 def snapshot(as_json: bool, **kw: Any) -> None:
@@ -276,14 +298,41 @@ def snapshot(as_json: bool, **kw: Any) -> None:
     Examples:
       envguard snapshot                        the training venv, into lockfiles/
       envguard snapshot --venv .venv --save-cache
+      envguard snapshot --bench --metric 'tok/s ([0-9.]+)' -- python b.py
 
     \b
     Exit codes: 0 recorded, 2 error.
     """
     from envguard import _entry
 
+    kw["bench"] = _bench_request(kw)
     with _errors():
         _entry.snapshot(kw)
+
+
+def _bench_request(kw: dict[str, Any]) -> Any:
+    """snapshot's --bench options as a benchmark request (None without --bench); each
+    option that means nothing without it is a usage error, not ignored."""
+    from envguard.benchmark import RUNS, Request
+
+    command = click.get_current_context().meta.get("envguard.command", ())
+    bench, higher = kw.pop("bench"), kw.pop("higher")
+    asked = {"--metric": kw.pop("metric"), "--unit": kw.pop("unit"), "--runs": kw.pop("runs"),
+             "--higher-is-better": higher is not None, "-- COMMAND": command}  # fmt: skip
+    if not bench:
+        given = next((name for name, value in asked.items() if value), None)
+        if given:
+            raise click.UsageError(f"{given} goes with --bench: snapshot --bench -- COMMAND")
+        return None
+    if not command:
+        raise click.UsageError("--bench needs the benchmark after --: snapshot --bench -- CMD")
+    if higher is not None and not asked["--metric"]:
+        raise click.UsageError("--higher-is-better and --lower-is-better need --metric")
+    return Request(
+        command=command, metric=asked["--metric"] or "", unit=asked["--unit"],
+        direction="" if higher is None else "higher" if higher else "lower",
+        runs=asked["--runs"] or RUNS,
+    )  # fmt: skip
 
 
 def _judging(command: F) -> F:

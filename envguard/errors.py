@@ -102,6 +102,11 @@ class BisectError(EnvguardError):
     GOOD's code cannot be rebuilt from the lock (its commit absent, its patch redacted)."""
 
 
+class BenchmarkError(EnvguardError):
+    """The known-good state's benchmark (``snapshot --bench``) cannot be measured: its
+    command is not found, breaks, prints no metric or fails. Nothing is written."""
+
+
 class TrackingError(EnvguardError):
     """A lock in an MLflow or W&B run cannot be fetched: the tracker is not installed, the
     download failed, the URI is refused."""

@@ -21,7 +21,11 @@ from envguard._fs import atomic_write, read_regular, user_cache_dir
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
 
-SCHEMA = 2
+SCHEMA = 3  # the newest this envguard reads and writes
+# A lock is written with the oldest schema that holds it, so that a teammate's envguard
+# that predates a section still reads every lock without it: schema 3 adds [bench].
+_SCHEMA_OF_BENCH = 3
+_PLAIN_SCHEMA = 2
 SUFFIX = ".envguard.toml"
 DEFAULT_DIR = Path("lockfiles")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -70,7 +74,8 @@ def find_for_venv(name: str, venv_path: str, folder: Path = DEFAULT_DIR) -> Path
 
 def dumps(snapshot: Snapshot) -> bytes:
     # committed and shared: every string passes the redactor, whichever probe it came from
-    doc: dict[str, Any] = redact.redact_data({"schema": SCHEMA, **snapshot.to_dict()})
+    schema = _SCHEMA_OF_BENCH if snapshot.bench is not None else _PLAIN_SCHEMA
+    doc: dict[str, Any] = redact.redact_data({"schema": schema, **snapshot.to_dict()})
     # tomli-w's layout (envguard._toml renders it faster, byte for byte). Multi-line strings
     # keep patches readable, but tomli-w writes a "\r\n" in them raw and
     # TOML readers turn it into "\n": any carriage return forces escaped one-line strings.
@@ -150,6 +155,8 @@ def loads(data: bytes, source: str = "lockfile", *, remember: bool = True) -> Sn
         raise LockfileError(f"{source}: schema {schema} is not a valid lockfile schema")
     if schema == 1:
         _from_schema_1(doc)
+    if schema < _SCHEMA_OF_BENCH and "bench" in doc:
+        raise LockfileError(f"{source}: a [bench] table in a schema {schema} lock (it came in 3)")
     try:
         return Snapshot.from_dict(doc, path=source)
     except LockfileError:

@@ -420,6 +420,68 @@ class HostInfo(Record):
     memory_bytes: int = 0
 
 
+_DIRECTIONS = ("higher", "lower")
+BENCH_MAX_RUNS = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Benchmark(Record):
+    """The known-good state's own benchmark (``snapshot --bench``), measured when the lock
+    was taken: what bisect runs when it is given no command, and what GOOD, rebuilt in a
+    trial, must measure again. A lock is untrusted: its command runs only when the user asks
+    a command that runs it, and each field is checked here, where the lock is read."""
+
+    command: tuple[str, ...]
+    cwd: str = ""  # where it ran, inside the repository ("" its root, or no repository)
+    metric: str = ""  # the regex whose first group is the number; "": exit statuses
+    direction: str = ""  # "higher" or "lower" is better; "" either way
+    unit: str = ""
+    runs: int
+    values: tuple[float, ...]  # each run's number, in the order they ran
+    median: float
+    spread: float  # highest less lowest, the farthest run left out from five on
+
+    def validate(self, path: str) -> None:
+        if not self.command or not self.command[0]:
+            raise LockfileError(f"{path}.command: empty, no command to run")
+        if len(self.command) > 256:
+            raise LockfileError(f"{path}.command: {len(self.command)} words, not a command")
+        for i, word in enumerate(self.command):
+            _one_line(word, f"{path}.command[{i}]")
+        if self.cwd:
+            _repo_path(self.cwd, f"{path}.cwd")
+        self._check_metric(path)
+        if not 1 <= self.runs <= BENCH_MAX_RUNS or len(self.values) != self.runs:
+            raise LockfileError(
+                f"{path}.runs: {self.runs} runs with {len(self.values)} values; expected "
+                f"1 to {BENCH_MAX_RUNS}, one value each"
+            )
+        import math
+
+        figures = (*self.values, self.median, self.spread)
+        if not all(math.isfinite(v) for v in figures) or self.spread < 0:
+            raise LockfileError(f"{path}: values, median and spread must be finite numbers")
+        if not min(self.values) <= self.median <= max(self.values):
+            raise LockfileError(f"{path}.median: {self.median} is outside its own values")
+
+    def _check_metric(self, path: str) -> None:
+        if self.metric:
+            from envguard.bisect.metric import compile_metric
+
+            _one_line(self.metric, f"{path}.metric", limit=400)
+            try:
+                compile_metric(self.metric)
+            except ValueError as exc:
+                raise LockfileError(f"{path}.metric: {exc}") from None
+        if self.direction and (self.direction not in _DIRECTIONS or not self.metric):
+            raise LockfileError(
+                f"{path}.direction: {_shown(self.direction)}; expected 'higher' or 'lower', "
+                "with a metric"
+            )
+        if len(self.unit) > 40 or _CONTROL.search(self.unit):
+            raise LockfileError(f"{path}.unit: {_shown(self.unit)} is not a short unit")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Snapshot(Record):
     """Everything one snapshot records: what a lockfile holds."""
@@ -439,6 +501,7 @@ class Snapshot(Record):
     code: CodeState | None = None
     environ: dict[str, str] = field(default_factory=dict)
     launcher: str | None = None  # torchrun, slurm or mpi, when one started this process
+    bench: Benchmark | None = None  # snapshot --bench: the known-good speed
     warnings: tuple[str, ...] = ()
     packages: tuple[Distribution, ...] = ()
     # distributions a --system-site-packages venv sees from its base interpreter, apart

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from envguard import lockfile, snapshot, targets
+from envguard import benchmark, lockfile, snapshot, targets
 from envguard.config import Config
-from envguard.errors import ArgumentError
+from envguard.errors import ArgumentError, VenvError
 from envguard.results.snapshot import SnapshotDone
 from envguard.snapshot import Progress
 
@@ -23,6 +24,7 @@ def take(
     output: str | Path | None = None,
     name: str | None = None,
     save_cache: bool = False,
+    bench: benchmark.Request | None = None,
     progress: Progress | None = None,
 ) -> SnapshotDone:
     # "DIR/" names a folder, made if need be; pathlib would drop the slash that says so
@@ -34,6 +36,7 @@ def take(
             f"device, not a file (give -o a file or a folder)"
         )
     chosen = targets.chosen_venv(venv, cfg)
+    values = _measure(bench.checked(), chosen.path, progress) if bench else None
     snap = snapshot.take(
         chosen.path,
         repo=repo,
@@ -44,6 +47,10 @@ def take(
         name=name,
         progress=progress,
     )
+    if bench is not None and values is not None:  # measured first: what it warms, recorded
+        root = snap.code.root if snap.code else None
+        where = benchmark.relative_cwd(Path.cwd(), root)
+        snap = dataclasses.replace(snap, bench=benchmark.record(bench, values, cwd=where))
     path = (
         lockfile.expand_output(output, snap)
         if output
@@ -62,6 +69,21 @@ def take(
         archive=str(archive.absolute()) if archive else None,
         archive_bytes=size, venv_from=chosen.why,
     )  # fmt: skip
+
+
+def _measure(
+    request: benchmark.Request, venv: Path, progress: Progress | None
+) -> tuple[float, ...]:
+    """The benchmark's runs in the venv, here, before anything is recorded: a cache it
+    fills is a cache the lock records warm."""
+
+    def on_run(i: int, n: int) -> None:
+        if progress is not None:
+            progress(f"benchmark, run {i + 1} of {n}", i, n)
+
+    if not (venv / "bin").is_dir():
+        raise VenvError(f"{venv}: no bin/ folder to run the benchmark in; is it a venv?")
+    return benchmark.measure(request, venv=venv, cwd=Path.cwd(), on_run=on_run)
 
 
 def _beside_ok(output: Path) -> bool:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.bisect.trials import Event
     from envguard.drift import Change, DriftReport, Member
     from envguard.fleet import Node, NodeChange
-    from envguard.model import Snapshot
+    from envguard.model import Benchmark, Snapshot
     from envguard.restore.backups import Backups
     from envguard.restore.build import Outcome
     from envguard.restore.caches import CacheStep
@@ -859,6 +859,31 @@ def _facts(snap: Snapshot) -> Iterator[tuple[str, str]]:
         f"{host.hostname}, {host.os}, {plural(host.cpu_count, 'CPU')}, "
         f"{human_bytes(host.memory_bytes)}",
     )
+    if snap.bench:
+        figures, command = bench_lines(snap.bench)
+        yield "benchmark", figures
+        yield "", command
+
+
+def bench_lines(bench: Benchmark) -> tuple[str, str]:
+    """A recorded benchmark: what it measured over how many runs (``21.5 Ktok/s (5 runs,
+    21.2-21.9), higher is better``), and what ran, where (```python train.py` in src``)."""
+    from envguard.bisect.moves import shell
+
+    better = f", {bench.direction} is better" if bench.direction else ""
+    where = f" in {bench.cwd}" if bench.cwd else ""
+    return f"{bench_figures(bench)}{better}", f"`{shell(bench.command)}`{where}"
+
+
+def bench_figures(bench: Benchmark) -> str:
+    """``21.5 Ktok/s (5 runs, 21.2-21.9)``; ``exit 0 (5 runs)`` where exit statuses decide."""
+    from envguard.bisect.metric import number, said
+
+    unit = f" {bench.unit}" if bench.unit and bench.metric else ""
+    value = said(bench.median, exits=not bench.metric)
+    low, high = number(min(bench.values)), number(max(bench.values))
+    span = f", {low}-{high}" if bench.metric and low != high else ""
+    return f"{value}{unit} ({plural(bench.runs, 'run')}{span})"
 
 
 def _short(command: tuple[str, ...]) -> str:
