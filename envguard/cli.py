@@ -891,20 +891,19 @@ def fleet(
 
 
 class _LockThenCommand(_CommandAfter):
-    """``[LOCK] [OPTIONS] -- COMMAND...``: LOCK may be left out, so the command's first word
-    cannot say where it starts; ``--`` does."""
+    """``[LOCK] [OPTIONS] [-- COMMAND...]``: LOCK may be left out, so the command's first
+    word cannot say where it starts; ``--`` does. Without it, the lock's own benchmark
+    (``snapshot --bench``) runs."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ours, theirs = self._split(args)
-        if not theirs and {"-h", "--help"} & set(ours):
-            return click.Command.parse_args(self, ctx, ours)
-        if len(ours) >= len(args) or args[len(ours)] != "--" or not theirs:
+        if len(ours) < len(args) and (args[len(ours)] != "--" or not theirs):
             raise click.UsageError("the benchmark goes after --: bisect [LOCK] -- COMMAND", ctx)
         ctx.meta["envguard.command"] = tuple(theirs)
         return click.Command.parse_args(self, ctx, ours)
 
     def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
-        return [*super().collect_usage_pieces(ctx), "-- COMMAND..."]
+        return [*super().collect_usage_pieces(ctx), "[-- COMMAND...]"]
 
 
 @cli.command(cls=_LockThenCommand, short_help="Which drifted fact costs the throughput.")
@@ -929,6 +928,11 @@ class _LockThenCommand(_CommandAfter):
     "--timeout", type=click.FloatRange(min=0, min_open=True), default=3600.0,
     show_default=True, help="Seconds a run may take before it counts as broken.",
 )  # fmt: skip
+@click.option(
+    "--good-within", type=click.FloatRange(0, 100, min_open=True), metavar="PCT",
+    help="How far GOOD may measure worse than the lock's recorded benchmark, in percent "
+    "of it (default: the record's own noise, or 3%).",
+)  # fmt: skip
 @click.option("--max-trials", type=click.IntRange(min=2), default=64, show_default=True,
               help="Stop after this many trials.")  # fmt: skip
 @click.option("--keep", type=_PATH, metavar="DIR", help="Build the trials in DIR and keep them.")
@@ -943,6 +947,8 @@ class _LockThenCommand(_CommandAfter):
 def bisect(lock: Path | None, as_json: bool, **kw: Any) -> None:
     """Find which fact that drifted since LOCK (default: the project's) costs COMMAND's
     throughput: GOOD is what LOCK recorded, BAD the live venv, code, caches and variables.
+    Without COMMAND, the lock's own benchmark runs (snapshot --bench), and GOOD must
+    measure what it recorded.
 
     Each trial builds GOOD with some of the drifted facts applied (a venv by uv, a git
     worktree, private caches, the variables) and runs COMMAND in it; nothing of yours is
@@ -954,16 +960,15 @@ def bisect(lock: Path | None, as_json: bool, **kw: Any) -> None:
       envguard bisect LOCK --find-links /wheels --offline -- torchrun train.py
 
     \b
-    Exit codes: 0 culprits found, 1 none found (--max-trials reached, or the
-    trials that would tell were broken), 2 error (no regression: GOOD and BAD
-    measure alike).
+    Exit codes: 0 culprits found, 1 none found (--max-trials reached, trials
+    that would tell were broken, GOOD and BAD inside their noise, GOOD worse than
+    BAD or than the lock recorded), 2 error (no regression: BAD no worse).
     """
     from envguard.commands import bisect as command
 
     _interrupt_on_sigterm()  # a terminated bisect cleans its trials as an interrupted one
     higher = kw.pop("higher")
-    if higher is not None and not kw["metric"]:
-        raise click.UsageError("--higher-is-better and --lower-is-better need --metric")
+    within = kw.pop("good_within")
     with _errors():
         options = command.Options(
             command=click.get_current_context().meta["envguard.command"],
@@ -972,6 +977,7 @@ def bisect(lock: Path | None, as_json: bool, **kw: Any) -> None:
             runs=kw.pop("runs"), tolerance=kw.pop("tolerance"), timeout=kw.pop("timeout"),
             max_trials=kw.pop("max_trials"), keep=kw.pop("keep"), python=kw.pop("python"),
             overrides=_overrides(kw), trust_env=kw.pop("trust_env"),
+            good_within=None if within is None else within / 100,
         )  # fmt: skip
         status = _UI.human(sys.stderr)
         with _UI.progress() as step:

@@ -1,12 +1,13 @@
 """bisect on real torch, the real tier (#40): a CPU training step of real matmuls, in a
 project laid out as users lay it out, with one real regression among harmless drifts.
 
-GOOD (the committed lock) runs torch 2.13.0's CPU build on every core; BAD has a package
-added, a comment edited in the training script, ``CUDA_VISIBLE_DEVICES`` set (nothing on a
-CPU) and ``OMP_NUM_THREADS=1``, which halves the matmuls on 2 cores. bisect, with its
-defaults, must name the thread count alone. torch comes as pip here is configured to find
-it (``pip download``; PyPI's default torch is 3.8 GB of CUDA wheels), and the trials' venvs
-are built by the real uv from that folder, offline.
+GOOD (the committed lock, with the benchmark's known-good speed from ``snapshot --bench``)
+runs torch 2.13.0's CPU build on every core; BAD has a package added, a comment edited in
+the training script, ``CUDA_VISIBLE_DEVICES`` set (nothing on a CPU) and
+``OMP_NUM_THREADS=1``, which halves the matmuls on 2 cores. bisect, with its defaults, must
+name the thread count alone, GOOD held to the lock's record. torch comes as pip here is
+configured to find it (``pip download``; PyPI's default torch is 3.8 GB of CUDA wheels), and
+the trials' venvs are built by the real uv from that folder, offline.
 """
 
 from __future__ import annotations
@@ -96,7 +97,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     }  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        code, _, err = invoke("snapshot", "-q", env=env)
+        # the known-good speed taken with the lock, where it is known good
+        code, _, err = invoke("snapshot", "-q", "--bench", *METRIC, "--", "python", "train.py",
+                              env=env)  # fmt: skip
         assert code == 0, err
         git(root, "add", "lockfiles")
         git(root, "commit", "-q", "-m", "the known-good lock")
@@ -120,6 +123,8 @@ def test_the_thread_count_is_named_alone_among_harmless_drifts(
         "helper", "uncommitted patch", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
     }  # fmt: skip
     assert [c["subject"] for c in doc["culprits"]] == ["OMP_NUM_THREADS"], doc["trials"]
+    # GOOD, rebuilt, held to the lock's own record, and within it
+    assert doc["recorded"] is not None and doc["recorded"]["runs"] == 5
     good, bad = doc["noise"]["good"], doc["noise"]["bad"]
     assert good["runs"] >= 3 and bad["runs"] >= 3
     assert bad["max"] < good["min"]  # every run of BAD slower than every run of GOOD
@@ -134,7 +139,8 @@ def test_with_a_core_taken_it_names_the_same_culprit_or_cannot_tell(
 ) -> None:
     """Another process burns one of the 2 cores the whole time (where the regression itself
     may vanish: two threads on one free core run no faster than one): the same culprit, or
-    "cannot tell" with the figures, never another culprit."""
+    "cannot tell" with the figures (GOOD slower than the lock recorded, or inside BAD's
+    noise), never another culprit."""
     monkeypatch.chdir(project.root)
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

@@ -111,9 +111,9 @@ class Scale:
             return False
         if len(values) == 1 and share >= 1 - self.tolerance:
             return False
-        margin = max(self.noise / abs(self.bad - self.good), 0.1)
         if len(values) == 2 and any(self._side(v) != self._side(median) for v in values):
             return False
+        margin = max(self.noise / abs(self.bad - self.good), 0.1)
         return all(abs(share - border) > margin for border in (self.tolerance, 1 - self.tolerance))
 
 
@@ -130,8 +130,9 @@ class Outcome(Generic[T]):
     ``good-failed``/``bad-failed`` (broken or unbuildable), ``alike``, ``better`` (before
     any search: BAD is not worse), ``cannot-tell`` (their gap inside their noise: no verdict
     either way), ``good-worse`` (GOOD, rebuilt, clearly worse than BAD: the trials do not
-    reproduce the known-good state), ``max-trials`` or ``unresolved`` (trials that said
-    nothing)."""
+    reproduce the known-good state), ``unlike-lock`` (GOOD, rebuilt, worse than the lock's
+    recorded benchmark: the same, said by the record), ``max-trials`` or ``unresolved``
+    (trials that said nothing)."""
 
     trials: tuple[Trial[T], ...]
     culprits: tuple[T, ...] = ()
@@ -227,6 +228,7 @@ def bisect(
     max_trials: int = 64,
     references: References[T] | None = None,
     until: Until[T] | None = None,
+    known: Known | None = None,
 ) -> Outcome[T]:
     """The smallest set of ``moves`` that, applied to GOOD, costs the gap to BAD.
 
@@ -234,12 +236,16 @@ def bisect(
     regression. Without one, any gap is bisected (exit statuses: lower, 0 is good).
     ``references(good, bad, told)`` measures GOOD and BAD together, until ``told`` says
     their runs answer (else ``measure`` measures each); ``until(applied, clear)`` measures
-    every other set until ``clear`` says its verdict is (else ``measure`` does, once)."""
+    every other set until ``clear`` says its verdict is (else ``measure`` does, once).
+    ``known``: what the known-good state measured when the lock was taken; GOOD, rebuilt,
+    must not measure worse (:meth:`Known.holds`), or no verdict rests on it."""
     session: _Session[T] = _Session(measure, max(max_trials, 2), until)
     good, bad = session.references(frozenset(), frozenset(moves), references)
     session.suspects = list(moves)
     if good.value is None or bad.value is None:
         return session.outcome(stop="good-failed" if good.value is None else "bad-failed")
+    if known is not None and not known.holds(good.values, direction):
+        return session.outcome(stop="unlike-lock")
     if bad.value == good.value:
         return session.outcome(stop="alike")
     apart = separated(good.values, bad.values, alike)
@@ -265,6 +271,29 @@ def bisect(
     with contextlib.suppress(_Exhausted):
         session.get(frozenset(moves) - frozenset(found))
     return session.outcome(culprits=tuple(found))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Known:
+    """The known-good state's own runs, recorded with the lock (``snapshot --bench``), and
+    how far GOOD may fall from them: ``within`` a share of their median, or, when None,
+    their noise as :func:`separated` reads it."""
+
+    values: tuple[float, ...]
+    within: float | None = None
+
+    def holds(self, good: Sequence[float], direction: str | None) -> bool:
+        """GOOD's runs measure what the known-good state did: not worse than the record
+        beyond the band (better is the machine's, and takes nothing from the gap to BAD)."""
+        rebuilt, recorded = metric.median(good), metric.median(self.values)
+        worse = {"higher": rebuilt < recorded, "lower": rebuilt > recorded}.get(
+            direction or "", rebuilt != recorded
+        )
+        if not worse:
+            return True
+        if self.within is not None:
+            return abs(rebuilt - recorded) <= self.within * abs(recorded)
+        return not separated(self.values, good)
 
 
 def told(good: Sequence[float], bad: Sequence[float]) -> bool:

@@ -19,7 +19,9 @@ from envguard import snapshot, targets
 from envguard.bisect import metric, moves, search, trials
 from envguard.bisect.metric import number
 from envguard.config import Config
+from envguard.drift.areas import ALONE
 from envguard.errors import ArgumentError, BisectError, EnvguardError
+from envguard.model import Benchmark, Snapshot
 from envguard.restore.plan import Overrides
 from envguard.results.bisect import UNTOLD, BisectDone, Culprit, TrialRow
 
@@ -38,6 +40,7 @@ class Options:
     python: str | None = None
     overrides: Overrides = field(default_factory=Overrides)
     trust_env: bool = False  # --trust-lock-env: the lock's loader variables may be set
+    good_within: float | None = None  # --good-within, a share; None: the record's own noise
 
 
 def bisect(
@@ -49,16 +52,18 @@ def bisect(
     options: Options,
     on_event: Callable[[trials.Event], None] | None = None,
 ) -> BisectDone:
-    if not options.command:
-        raise ArgumentError("nothing to run: envguard bisect [LOCK] -- COMMAND...")
+    path, good, venv_path = targets.lock_for(lock, venv, cfg)
+    options, recorded, said = _benchmark(options, good.bench)
     try:
         pattern = metric.compile_metric(options.metric) if options.metric else None
     except ValueError as exc:
         raise ArgumentError(str(exc)) from None
-    path, good, venv_path = targets.lock_for(lock, venv, cfg)
     bad = snapshot.live_for(good, venv_path, repo=repo, lock_path=path)
+    cwd = Path.cwd()
+    if recorded is not None and not said and bad.code is not None:
+        cwd = _recorded_cwd(Path(bad.code.root), recorded.cwd) or cwd
     sides = trials.Sides(lock_path=path.absolute(), good=good, bad=bad,
-                         environ=dict(os.environ), cwd=Path.cwd())  # fmt: skip
+                         environ=dict(os.environ), cwd=cwd)  # fmt: skip
     settings = trials.Settings(command=options.command, metric=pattern, runs=options.runs,
                                timeout=options.timeout, overrides=options.overrides,
                                python=options.python)  # fmt: skip
@@ -78,7 +83,9 @@ def bisect(
             max_trials=options.max_trials,
             references=runner.references,
             until=runner.until,
-        )
+            known=None if recorded is None else
+            search.Known(values=recorded.values, within=options.good_within),
+        )  # fmt: skip
     done = BisectDone(
         lock=str(path.absolute()), venv=str(Path(venv_path).absolute()),
         repo=bad.code.root if bad.code else "", command=options.command,
@@ -86,10 +93,53 @@ def bisect(
         runs=options.runs, tolerance=options.tolerance,
         good=_value(outcome, frozenset()), bad=_value(outcome, frozenset(derived.moves)),
         moves=derived.moves, trials=_rows(outcome, runner),
-        notes=(*derived.notes, *runner.notes, *runner.untouched.notes()),
+        notes=(*derived.notes, *runner.notes, *runner.untouched.notes(),
+               *_unheld(good.bench, recorded)),
         seconds=time.monotonic() - started, work=str(work.root) if options.keep else "",
+        recorded=recorded, within=options.good_within,
     )  # fmt: skip
     return _ended(done, outcome, sides, Path(venv_path))
+
+
+def _benchmark(options: Options, bench: Benchmark | None) -> tuple[Options, Benchmark | None, bool]:
+    """The command to run, the lock's benchmark GOOD is held to (None: none applies), and
+    whether the user gave the command. Without one, the lock's own (``snapshot --bench``)
+    runs, with its metric, direction and unit unless given; the record holds GOOD only
+    where the command and metric are the ones it measured."""
+    said = bool(options.command)
+    if not said:
+        if bench is None:
+            raise ArgumentError(
+                "nothing to run: envguard bisect [LOCK] -- COMMAND..., or record the "
+                "benchmark with the lock: envguard snapshot --bench -- COMMAND..."
+            )
+        options = dataclasses.replace(
+            options, command=bench.command, metric=options.metric or bench.metric,
+            direction=options.direction or bench.direction, unit=options.unit or bench.unit,
+        )  # fmt: skip
+    if options.direction and not options.metric:
+        raise ArgumentError("--higher-is-better and --lower-is-better need --metric")
+    applies = (
+        bench is not None and options.command == bench.command and options.metric == bench.metric
+    )
+    return options, bench if applies else None, said
+
+
+def _recorded_cwd(root: Path, cwd: str) -> Path | None:
+    """Where the lock's benchmark ran, in this repository (None: that folder is not here)."""
+    folder = root / cwd if cwd else root
+    return folder if folder.is_dir() else None
+
+
+def _unheld(bench: Benchmark | None, recorded: Benchmark | None) -> tuple[str, ...]:
+    """Why the lock's benchmark holds GOOD to nothing: another command or metric runs."""
+    if bench is None or recorded is not None:
+        return ()
+    return (
+        f"the lock recorded the speed of `{moves.shell(bench.command)}`"
+        f"{f' with --metric {moves.shell((bench.metric,))}' if bench.metric else ''}, not of "
+        "this command: GOOD is held to no record",
+    )
 
 
 def _moves(
@@ -147,8 +197,8 @@ def _ended(
         said = f"{refusal} ({'; '.join(done.notes)})" if done.notes else refusal
         return dataclasses.replace(done, refusal=said)
     if outcome.stop in UNTOLD:
-        notes = (*done.notes, _noise_note(done) if outcome.stop == "cannot-tell" else
-                 _worse_note(done))  # fmt: skip
+        why = {"cannot-tell": _noise_note, "good-worse": _worse_note}.get(outcome.stop)
+        notes = (*done.notes, why(done) if why else _unlike_note(done, sides))
         return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects, notes=notes)
     if outcome.stop:
         return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects)
@@ -199,6 +249,50 @@ def _worse_note(done: BisectDone) -> str:
         "the lock never recorded, or a cache cold in the trials can slow GOOD so; bisect again "
         "on a quiet machine"
     )
+
+
+def _unlike_note(done: BisectDone, sides: trials.Sides) -> str:
+    """GOOD, as the trials rebuild it, measures worse than the lock recorded: the figures,
+    and what differs from the state the lock was taken in that no trial puts back."""
+    assert done.recorded is not None
+    r, unit = done.recorded, f" {done.unit}" if done.unit else ""
+    runs = done.noise()["good"]["runs"]
+    band = (
+        f"more than {done.within:.0%} from" if done.within is not None else "outside the noise of"
+    )
+    differs = _machine(sides.good, sides.bad)
+    where = (
+        f"what differs from the machine it was taken on: {'; '.join(differs)}" if differs else
+        "nothing envguard records of the machine differs: another process on the cores, a "
+        "variable or file the lock never recorded, or a cache cold in the trials can do it"
+    )  # fmt: skip
+    return (
+        f"GOOD measures {metric.said(done.good, exits=not done.metric)}{unit} over {runs} runs, "
+        f"{band} the {metric.said(r.median, exits=not r.metric)}{unit} the lock recorded "
+        f"({_runs(r.values)}); {where}"
+    )
+
+
+def _runs(values: tuple[float, ...]) -> str:
+    """``5 runs, 21.2-21.9``; ``3 runs`` where every run measured the same."""
+    low, high = number(min(values)), number(max(values))
+    return f"{len(values)} runs" + (f", {low}-{high}" if low != high else "")
+
+
+def _machine(good: Snapshot, bad: Snapshot) -> list[str]:
+    """The host's and GPUs' facts that differ from the lock's, as diff reads them: a
+    trial runs on this machine, whatever the lock recorded."""
+    from envguard._units import human_bytes
+    from envguard.drift.areas import named
+
+    out = []
+    for area in ("gpu", "host"):
+        for c in named(area).rule()(good, bad, ALONE):
+            if c.subject == "memory bytes" and c.old.isdigit() and c.new.isdigit():
+                c = dataclasses.replace(c, subject="memory", old=human_bytes(int(c.old)),
+                                        new=human_bytes(int(c.new)))  # fmt: skip
+            out.append(f"{c.subject} {c.old or '-'} → {c.new or '-'}")
+    return out
 
 
 def _put_back_note(

@@ -634,6 +634,8 @@ class Human:
             runs = self._bisect_runs(r, noise[label.lower()])
             yield from wrap(f"{values[label]:>{wide}}{runs}  {where}", self.p.width, INDENT,
                             first=f"{label:<{INDENT}}")  # fmt: skip
+            if label == "GOOD" and r.recorded is not None:
+                yield from wrap(self._bisect_recorded(r, r.recorded), self.p.width, INDENT)
         if r.metric:
             how = f"--metric {shell((r.metric,))}" + (f", {r.direction} is better"
                                                        if r.direction else "")  # fmt: skip
@@ -651,6 +653,12 @@ class Human:
             yield from wrap(note, self.p.width, INDENT, first=self.p.paint("note", "dim") + " " * 6)
         if r.work:
             yield from wrap(f"the trials are kept in {_p(r.work)}", self.p.width, INDENT, first="")
+
+    @staticmethod
+    def _bisect_recorded(r: BisectDone, bench: Benchmark) -> str:
+        """What GOOD is held to: the lock's own benchmark, as it measured when taken."""
+        band = f", GOOD within {r.within:.0%}" if r.within is not None else ""
+        return f"the lock recorded {bench_figures(bench)}{band}"
 
     @staticmethod
     def _bisect_trial_runs(r: BisectDone) -> str:

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from envguard.bisect.moves import Move, shell
 from envguard.bisect.search import spread
+from envguard.model import Benchmark
 from envguard.record import Record
 from envguard.results import Result
 
@@ -15,11 +16,13 @@ STOPS = {
     "cannot-tell": "cannot tell GOOD from BAD: their gap is inside their runs' noise",
     "good-worse": "cannot tell: GOOD, rebuilt from the lock, measures worse than BAD, so the "
     "trials do not reproduce the known-good state here",
+    "unlike-lock": "cannot tell: GOOD, rebuilt from the lock, measures worse than the lock "
+    "recorded when it was taken, so the trials do not reproduce the known-good state here",
     "max-trials": "--max-trials reached",
     "unresolved": "the trials that would tell were broken or could not be built",
 }
 # the stops before any search: GOOD and BAD tell nothing, so every move is as suspect as the next
-UNTOLD = frozenset({"cannot-tell", "good-worse"})
+UNTOLD = frozenset({"cannot-tell", "good-worse", "unlike-lock"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +77,9 @@ class BisectDone(Result):
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
     work: str = ""  # --keep: where the trials are
+    # the lock's own benchmark (snapshot --bench), when it is the one run: GOOD is held to it
+    recorded: Benchmark | None = None
+    within: float | None = None  # --good-within, as a share; None: the record's own noise
 
     @property
     def exit_code(self) -> int:
@@ -98,7 +104,17 @@ class BisectDone(Result):
             "found": not self.stop, "stop": STOPS.get(self.stop, ""),
             "suspects": [_move(m) for m in self.suspects] if self.stop else [],
             "notes": list(self.notes), "seconds": round(self.seconds, 3), "work": self.work or None,
+            "recorded": self._recorded(),
         }  # fmt: skip
+
+    def _recorded(self) -> dict[str, Any] | None:
+        """The lock's benchmark GOOD was held to: its runs as ``noise`` gives GOOD's, its
+        median, and the band (``within``, a share; null: its own noise)."""
+        r = self.recorded
+        if r is None:
+            return None
+        return {"runs": r.runs, "min": min(r.values), "max": max(r.values), "median": r.median,
+                "spread": r.spread, "within": self.within}  # fmt: skip
 
     def reference(self, index: int) -> TrialRow | None:
         """GOOD's trial (1) or BAD's (2); None before it was measured."""
