@@ -297,7 +297,8 @@ def test_a_gap_inside_the_noise_is_cannot_tell_with_the_figures(
     assert code == 1, err
     doc = _json(out)
     assert doc["found"] is False and doc["culprits"] == []
-    assert doc["stop"] == "cannot tell GOOD from BAD: their gap is inside their runs' noise"
+    assert doc["stop"] == "cannot-tell"  # a code; the screen's words beside it
+    assert doc["why"] == "cannot tell GOOD from BAD: their gap is inside their runs' noise"
     assert [t["index"] for t in doc["trials"]] == [1, 2]  # no search on it
     good, bad = doc["trials"]
     assert good["values"] == [21.5, 4.3, 21.5, 4.3, 21.5, 21.5]

@@ -136,7 +136,8 @@ def test_a_good_that_cannot_be_reproduced_stops_with_the_figures(here: Drifted) 
     assert code == 1, err
     result = _result(out)
     assert result["culprits"] == [] and result["found"] is False
-    assert result["stop"].startswith("cannot tell: GOOD, rebuilt from the lock, measures worse")
+    assert result["stop"] == "unlike-lock"
+    assert result["why"].startswith("cannot tell: GOOD, rebuilt from the lock, measures worse")
     assert (result["good"], result["bad"]) == (4.3, 4.3)
     note = next(n for n in result["notes"] if n.startswith("GOOD measures"))
     assert note.startswith("GOOD measures 4.3 Ktok/s over 3 runs, outside the noise of the "

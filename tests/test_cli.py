@@ -99,7 +99,7 @@ def test_diff_of_two_lockfiles_json_envelope(tmp_path: Path, venv: Path, repo: P
     # The envelope is a public contract: these keys and this schema number are pinned.
     assert list(doc) == ["schema", "tool", "version", "kind", "exit_code", "result", "error"]
     assert doc["error"] is None
-    assert (doc["schema"], doc["tool"], doc["kind"], doc["exit_code"]) == (2, "envguard", "diff", 1)
+    assert (doc["schema"], doc["tool"], doc["kind"], doc["exit_code"]) == (3, "envguard", "diff", 1)
     change = next(c for c in doc["result"]["changes"] if c["subject"] == "train.py")
     assert set(change) >= {"severity", "area", "subject", "old", "new", "why"}
     assert change["severity"] == "critical" and "print('patched')" in change["patch"]

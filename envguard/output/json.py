@@ -14,8 +14,8 @@ from envguard import __version__, results
 from envguard.redact import redact_data
 
 # 2: a group's members, a restore plan's changes and a fleet's differing facts are records
-# (name, old, new), not text for people
-SCHEMA = 2
+# (name, old, new), not text for people; 3: a bisect's stop is a code, its words in "why"
+SCHEMA = 3
 # json.dumps escapes C0 controls; DEL, C1 and the bidi overrides would reach a terminal that
 # shows the JSON (a CI log) raw. They occur only inside strings, where \uXXXX is the same text.
 _RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -101,7 +101,7 @@ class BisectDone(Result):
             "together": None if not self.culprits else {"from": self.good, "to": self.together},
             "put_back": None if not self.put_back_verdict else
             {"value": self.put_back, "verdict": self.put_back_verdict},
-            "found": not self.stop, "stop": STOPS.get(self.stop, ""),
+            "found": not self.stop, "stop": self.stop, "why": STOPS.get(self.stop, ""),
             "suspects": [_move(m) for m in self.suspects] if self.stop else [],
             "notes": list(self.notes), "seconds": round(self.seconds, 3), "work": self.work or None,
             "recorded": self._recorded(),
