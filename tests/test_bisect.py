@@ -743,9 +743,10 @@ def test_files_git_ignores_are_said_and_found_by_absolute_path(
 
 @pytest.mark.slow
 def test_what_a_killed_bisect_left_is_collected_by_the_next(here: Incident) -> None:
-    """kill -9 leaves the work folder and its worktrees registered in the user's repository
-    (``git worktree list`` shows them): the next bisect removes a folder whose owner no longer
-    runs, and git forgets its worktrees; one whose owner runs stays."""
+    """kill -9 leaves the work folder (and, with an envguard that made worktrees, its
+    worktrees registered in the user's repository: ``git worktree list`` shows them): the
+    next bisect removes a folder whose owner no longer runs, and git forgets its worktrees;
+    one whose owner runs stays."""
     base = Path(str(here.env["ENVGUARD_CACHE_DIR"])) / "bisect"
     dead, alive = base / "run-killed", base / "run-running"
     for folder, owner in ((dead, "999999999 1"), (alive, f"{os.getpid()} 0")):

@@ -209,3 +209,24 @@ def test_nothing_but_bisect_runs_the_locks_command(here: Drifted, tmp_path: Path
         assert code in (0, 1), (args, err)
     assert not marker.exists()
     assert lockfile.read(here.lock).bench is not None
+
+
+def test_what_a_benchmark_does_with_git_stays_in_its_trial(here: Drifted) -> None:
+    """A benchmark that tags, branches, stashes, commits and sets config (a training script
+    that tags its run, a tool that stashes): a trial's code is a clone of its own, so the
+    user's repository keeps its refs, stash, config and worktrees as they were."""
+
+    def state() -> tuple[str, ...]:
+        return tuple(git(here.root, *args) for args in (
+            ("for-each-ref",), ("stash", "list"), ("worktree", "list", "--porcelain"),
+            ("config", "--local", "--list"), ("rev-parse", "HEAD"),
+        ))  # fmt: skip
+
+    before = state()
+    script = ("git tag -f trial-tag && git branch -f trial-branch && echo '# x' >> bench.py && "
+              "git stash -q && git -c user.name=t -c user.email=t@t commit -q --allow-empty "
+              "-m trial && git config --local trial.was here && python bench.py")  # fmt: skip
+    code, out, err = here.bisect(*METRIC, "--json", command=("sh", "-c", script))
+    assert code == 0, err
+    assert [c["subject"] for c in _result(out)["culprits"]] == ["speedlib"]
+    assert state() == before

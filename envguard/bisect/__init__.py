@@ -5,6 +5,6 @@
 - :mod:`.metric`: what a run of the user's command measured (a number, or why none); pure;
 - :mod:`.search`: bisection, then ddmin, over sets of moves, each set measured once; pure,
   driven by a ``measure(moves)`` function;
-- :mod:`.trials`: the I/O: a trial's venv (uv), code (a git worktree), caches and
+- :mod:`.trials`: the I/O: a trial's venv (uv), code (a clone of its own), caches and
   environment, the command run in them, and the work folder cleaned whatever happens.
 """

@@ -6,9 +6,11 @@ A trial has its own of everything, so that nothing of the user's is touched:
 - a venv built by uv from exact pins (``uv venv`` and ``uv pip sync``, with the lock's
   indexes and the user's ``--find-links``/``--offline``, as restore builds one; uv's cache
   and hard links make it seconds);
-- the code in a ``git worktree`` of the repository at GOOD's commit (or HEAD's, with the
-  commits applied), with GOOD's uncommitted patch (or the live one) applied and the
-  untracked files copied in; the command runs from there;
+- the code in a clone of the repository of its own (``git clone --shared``: its own refs,
+  stash, index and config, the user's objects read, nothing written there) at GOOD's commit
+  (or HEAD's, with the commits applied), with GOOD's uncommitted patch (or the live one)
+  applied and the untracked files copied in; the command runs from there, and what it does
+  with git stays there;
 - each compile cache torch and Triton find through a variable, copied afresh for every run
   (a cold cache stays cold for the second run): GOOD's from the lock's saved archive, or
   the live one, or empty, with ``TORCHINDUCTOR_CACHE_DIR`` and Triton's folder pointed at
@@ -18,7 +20,7 @@ A trial has its own of everything, so that nothing of the user's is touched:
   trial's venv (``VIRTUAL_ENV``, ``PATH``).
 
 The work folder is envguard's cache folder's ``bisect/`` (or ``--keep DIR``); each trial's
-worktree and venv go when the trial ends, and everything when the bisect ends, however it
+copy of the code and venv go when the trial ends, and everything when the bisect ends, however it
 ends (a second ^C waits for the cleaning).
 """
 
@@ -126,13 +128,13 @@ class _Trial:
 
 
 class Workspace:
-    """The folder trials live in, and the worktrees registered in the user's repository:
-    all gone on exit, on success, failure, ^C or SIGTERM (as KeyboardInterrupt)."""
+    """The folder trials live in, and the trials' copies of the user's repository: all gone
+    on exit, on success, failure, ^C or SIGTERM (as KeyboardInterrupt)."""
 
     def __init__(self, keep: Path | None = None) -> None:
         self.keep = keep
         self.root = Path()
-        self._worktrees: list[tuple[Path, Path]] = []  # (repository, worktree)
+        self._copies: list[Path] = []  # the trials' clones of the repository
         self._trash: queue.Queue[Path | None] = queue.Queue()
         self._sweeper: threading.Thread | None = None
 
@@ -154,8 +156,8 @@ class Workspace:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         with _held_interrupts():
-            for repo, tree in reversed(self._worktrees):
-                self._remove(repo, tree)
+            for tree in reversed(self._copies):
+                self._remove(tree)
             if self._sweeper is not None:
                 self._trash.put(None)
                 self._sweeper.join()
@@ -204,33 +206,36 @@ class Workspace:
         if self._sweeper is not None:
             self._trash.join()
 
-    def worktree(self, repo: Path, commit: str, tree: Path) -> None:
-        """``tree``: a detached worktree of ``repo`` at ``commit``, known before git makes
-        it, so that an interrupted ``worktree add`` is cleaned too."""
-        if not any(known == repo for known, _ in self._worktrees):
-            # a bisect killed (-9) left its worktrees registered; their folders went with
-            # its work folder (_collect), and prune forgets what has no folder
+    def clone(self, repo: Path, commit: str, tree: Path) -> None:
+        """``tree``: a clone of ``repo`` of its own, at ``commit``, detached. Its refs, stash,
+        config and index are its own, so what a benchmark does with git in a trial (a
+        branch, a tag, a stash, a commit) lands in the trial's copy and never in the user's
+        repository, as a worktree's would (a worktree shares them); its objects are read
+        from the user's (``--shared``), nothing copied, nothing written there. It has no
+        remote: a benchmark's push goes nowhere."""
+        if not self._copies:
+            # an earlier envguard's bisect, killed (-9), left worktrees registered here; their
+            # folders went with its work folder (_collect), and prune forgets what has none
             _git_run(repo, "worktree", "prune", check=False)
-        self._worktrees.append((repo, tree))
+        self._copies.append(tree)  # known before git makes it: an interrupted clone goes too
+        _git_run(tree.parent, *_NO_HOOKS, "clone", "--quiet", "--shared", "--no-checkout",
+                 str(repo), str(tree))  # fmt: skip
+        _git_run(tree, "remote", "remove", "origin", check=False)
         # checked out as the blobs are: the recorded patch was diffed with autocrlf off (a
         # user's core.autocrlf=true made every line CRLF on checkout, and it did not apply)
-        _git_run(repo, *_NO_HOOKS, "-c", "core.autocrlf=false", "worktree", "add", "--detach",
-                 "--quiet", str(tree), commit)  # fmt: skip
+        _git_run(tree, *_NO_HOOKS, "-c", "core.autocrlf=false", "checkout", "--quiet",
+                 "--detach", commit)  # fmt: skip
 
     def done(self, tree: Path) -> None:
-        """The trial of ``tree`` ended: its worktree goes (under --keep, as a plain copy)."""
-        for repo, known in list(self._worktrees):
-            if known == tree:
-                self._remove(repo, tree)
-                self._worktrees.remove((repo, known))
+        """The trial of ``tree`` ended: its copy goes (under --keep, as a plain copy)."""
+        if tree in self._copies:
+            self._remove(tree)
+            self._copies.remove(tree)
 
-    def _remove(self, repo: Path, tree: Path) -> None:
+    def _remove(self, tree: Path) -> None:
         if self.keep is not None and tree.is_dir():
             shutil.copytree(tree, tree.with_name(tree.name + "-kept"), symlinks=True,
                             ignore=shutil.ignore_patterns(".git"), dirs_exist_ok=True)  # fmt: skip
-        # twice forced: a worktree a killed add left locked, or whose folder is gone
-        with contextlib.suppress(Unbuildable):
-            _git_run(repo, "worktree", "remove", "--force", "--force", str(tree), check=False)
         shutil.rmtree(tree, ignore_errors=True)
 
 
@@ -857,7 +862,7 @@ class _Code:
         # without a HEAD move, what lies between the two commits is envguard's own files
         head = self.good.head if self._left(HEAD, applied) else self.bad.head
         live = not self._left(PATCH, applied)
-        work.worktree(self.root, head, tree)
+        work.clone(self.root, head, tree)
         patch = self.live_patch if live else self.good.patch_bytes()
         if patch:
             self._apply(tree, patch, head)
@@ -926,7 +931,7 @@ _TOOL_LITTER = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".
 
 def _ignored(repo: object, venv: Path, root: Path) -> list[str]:
     """What git ignores in the repository (data/, checkpoints/, .env), folders whole, but the
-    venv and the tools' litter: a trial's worktree has none of it."""
+    venv and the tools' litter: a trial's copy of the code has none of it."""
     listed = _git.output(repo, "ls-files", "--others", "--ignored", "--exclude-standard",
                          "--directory", "-z", check=False)  # fmt: skip
     out = []
