@@ -12,7 +12,7 @@
 2. Trial overhead: a venv of the H200 training venv's 197 distributions (one small wheel
    each, from ``installed.json``), four of them upgraded since the lock, one of which the
    benchmark (``python -c``: a no-op but for its exit status) fails on. Each trial's venv
-   and code (``build_seconds``: uv venv, uv pip sync, the worktree) and the whole trial
+   and code (``build_seconds``: uv venv, uv pip sync, the clone of the code) and the whole trial
    (with its cache copies and the command's run) against a raw ``uv venv && uv pip sync`` of
    the same 197 pins, with the same interpreter, flags and warm uv cache, rounds
    interleaved so that load drift moves both alike.
@@ -199,7 +199,7 @@ def report(inc: dict[str, object], over: dict[str, object]) -> str:
         f"trials per bisect {over['trials per bisect']})", "",
         "| | median ms | × raw |", "|---|---:|---:|",
         f"| raw `uv venv && uv pip sync` | {base:.0f} | 1.00× |",
-        f"| a trial's venv and code (uv venv, uv pip sync, the check, the worktree) | "
+        f"| a trial's venv and code (uv venv, uv pip sync, the check, the clone of the code) | "
         f"{over['trial venv and code (ms)']:.0f} | {over['venv and code ÷ raw']:.2f}× |",
         f"| a whole trial but the command's own run (caches, cleanup too) | "
         f"{over['trial but the command (ms)']:.0f} | "
