@@ -383,3 +383,27 @@ def test_runs_a_busy_machine_stalled_never_make_a_culprit(
     verdicts = {t.applied: t.verdict for t in outcome.trials}
     (set_,) = stalled
     assert verdicts.get(set_) in (None, GOOD, UNSTEADY), verdicts
+
+
+def test_a_put_back_that_ran_unsteadily_says_so_not_another_culprit() -> None:
+    """BAD with the culprit put back, its runs stalled apart on a busy machine: the note
+    says the runs were unsteady, never that another fact costs the gap too."""
+    from envguard.bisect.moves import Move
+    from envguard.bisect.search import Trial
+    from envguard.commands.bisect import _put_back_note
+    from envguard.results.bisect import BisectDone
+
+    omp = Move(kind="env", subject="OMP_NUM_THREADS", old="unset", new="1")
+    other = Move(kind="packages", subject="helper", old="absent", new="1.0")
+    tried = Trial(applied=frozenset({other}), measured=Measured(values=(77.18, 141.0, 61.19)),
+                  verdict=UNSTEADY)  # fmt: skip
+    outcome = Outcome(trials=(tried,), culprits=(omp,))
+    done = BisectDone(
+        lock="l.toml", venv=".venv", repo=".", command=("python", "t.py"), metric="t ([0-9.]+)",
+        direction="higher", unit="GFLOP/s", runs=1, tolerance=0.25, good=150.0, bad=80.0,
+        moves=(other, omp), trials=(),
+    )  # fmt: skip
+    note = _put_back_note(done, outcome, tried)
+    assert note.startswith("BAD with OMP_NUM_THREADS put back ran unsteadily (77.18, 141, "
+                           "61.19 GFLOP/s)")  # fmt: skip
+    assert "another drifted fact" not in note
