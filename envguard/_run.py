@@ -49,6 +49,16 @@ class Completed:
     stderr: str
 
 
+def activated(env: Mapping[str, str], venv: Path) -> dict[str, str]:
+    """``env`` as a venv's ``activate`` leaves it for what runs in it: ``VIRTUAL_ENV`` the
+    venv (absolute), its ``bin`` first on ``PATH``."""
+    root = venv.absolute()
+    out = dict(env)
+    out["VIRTUAL_ENV"] = str(root)
+    out["PATH"] = f"{root / 'bin'}{os.pathsep}{out.get('PATH', '')}"
+    return out
+
+
 def run(
     argv: Sequence[str],
     *,

@@ -53,12 +53,8 @@ class Request:
 
 
 def venv_environ(venv: Path, environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` as the venv's ``activate`` leaves it: its bin first on PATH."""
-    env = dict(environ)
-    env.pop("PYTHONHOME", None)
-    env["VIRTUAL_ENV"] = str(venv)
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    return env
+    """``environ`` as the venv's ``activate`` leaves it (which unsets PYTHONHOME)."""
+    return _run.activated({k: v for k, v in environ.items() if k != "PYTHONHOME"}, venv)
 
 
 def measure(
@@ -72,7 +68,7 @@ def measure(
     """Each run's number, ``request.runs`` of them, or a BenchmarkError that says why the
     known-good state cannot be measured (a run that breaks, or fails its exit status)."""
     pattern = metric.compile_metric(request.metric) if request.metric else None
-    env = venv_environ(venv.absolute(), os.environ if environ is None else environ)
+    env = venv_environ(venv, os.environ if environ is None else environ)
     values: list[float] = []
     with tempfile.TemporaryDirectory(prefix="envguard-bench-") as tmp:
         for i in range(request.runs):

@@ -324,11 +324,7 @@ def _bench_request(kw: dict[str, Any]) -> Any:
         if given:
             raise click.UsageError(f"{given} goes with --bench: snapshot --bench -- COMMAND")
         return None
-    if not command:
-        raise click.UsageError("--bench needs the benchmark after --: snapshot --bench -- CMD")
-    if higher is not None and not asked["--metric"]:
-        raise click.UsageError("--higher-is-better and --lower-is-better need --metric")
-    return Request(
+    return Request(  # the rules of what it may hold are Request.checked()'s
         command=command, metric=asked["--metric"] or "", unit=asked["--unit"],
         direction="" if higher is None else "higher" if higher else "lower",
         runs=asked["--runs"] or RUNS,

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from envguard import preflight
+from envguard import _run, preflight
 from envguard import uv as uv_backend
 from envguard.errors import InstallerError
 
@@ -28,10 +28,7 @@ def in_venv(venv: Path) -> dict[str, str]:
     """The environment of an activated venv: `pip`, `python` and `uv pip` all target it."""
     # without what would send an install elsewhere than VIRTUAL_ENV (UV_PYTHON, PIP_TARGET…)
     env = {k: v for k, v in os.environ.items() if k not in preflight.ELSEWHERE_ENV}
-    root = str(venv.absolute())
-    env["VIRTUAL_ENV"] = root
-    env["PATH"] = f"{root}/bin{os.pathsep}{env.get('PATH', '')}"
-    return env
+    return _run.activated(env, venv)
 
 
 def in_target(argv: Sequence[str], venv: Path) -> list[str]:

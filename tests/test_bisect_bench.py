@@ -12,7 +12,6 @@ run 4.3, ``fast`` every run not slowed by speedlib 30.0.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from envguard.demo.repo import committed
 from envguard.demo.wheels import build_wheel
 from tests.conftest import git, make_venv, uv_install
 from tests.project import invoke
+from tests.test_bisect import _json as _result
 
 BENCH = """\
 import os, pathlib, speedlib
@@ -87,10 +87,6 @@ def here(drifted: Drifted, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> D
     monkeypatch.chdir(drifted.root)
     drifted.env["ENVGUARD_CACHE_DIR"] = str(tmp_path / "envguard-cache")
     return drifted
-
-
-def _result(out: str) -> dict:  # type: ignore[type-arg]
-    return json.loads(out)["result"]  # type: ignore[no-any-return]
 
 
 def test_without_a_command_the_locks_benchmark_runs_and_names_the_culprit(

@@ -11,16 +11,10 @@
 # what is under test here is the cache, the patch, a variable and one added package.
 set -euo pipefail
 OUT=$1; REPO=$PWD; W=/tmp/egw; P=/tmp/proj; CACHE=/tmp/proj-cache
-TORCH_VENV=${TORCH_VENV:-/opt/torch/.venv}; BENCH=${BENCH:-$REPO/bench/gpu/compile_step.py}
+BENCH=${BENCH:-$REPO/bench/gpu/compile_step.py}
 rm -rf "$W" "$P" "$CACHE" ~/.cache/envguard ~/.triton; mkdir -p "$W" "$P"
-BASE=$("$TORCH_VENV/bin/python3" -c 'import os, sys; print(os.path.realpath(sys._base_executable))')
-SITE=$("$TORCH_VENV/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-python3 -m pip install -q --no-index --no-deps --target "$W/uvsite" "$REPO"/.whl/uv-*.whl
-UV="$W/uvsite/bin/uv"
-export UV_CACHE_DIR="$W/uv-cache"
-"$UV" venv -q "$W/egv" -p "$BASE"
-"$UV" pip install -q --python "$W/egv/bin/python" --offline --no-index --find-links "$REPO/.whl" envguard-ml
-EG="$W/egv/bin/envguard"
+# shellcheck source=bench/gpu/envguard_setup.sh
+. "$REPO/bench/gpu/envguard_setup.sh"
 "$EG" --version; "$UV" --version; echo "base python: $BASE; torch from: $SITE"
 
 # the project as the team has it: a repo, its venv, the lock committed, the cache warm

@@ -12,19 +12,9 @@
 # venv that reaches that torch through PYTHONPATH, the same on both sides.
 set -euo pipefail
 OUT=$1; REPO=$PWD; W=/tmp/egw; P=/tmp/proj
-TORCH_VENV=${TORCH_VENV:-/opt/torch/.venv}
-if [ ! -x "$TORCH_VENV/bin/python3" ]; then  # the image's plain python3 holds torch
-  TORCH_VENV=$(python3 -c 'import sys; print(sys.prefix)')
-fi
 rm -rf "$W" "$P" ~/.cache/envguard; mkdir -p "$W" "$P"
-BASE=$("$TORCH_VENV/bin/python3" -c 'import os, sys; print(os.path.realpath(sys._base_executable))')
-SITE=$("$TORCH_VENV/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-python3 -m pip install -q --no-index --no-deps --target "$W/uvsite" "$REPO"/.whl/uv-*.whl
-UV="$W/uvsite/bin/uv"
-export UV_CACHE_DIR="$W/uv-cache"
-"$UV" venv -q "$W/egv" -p "$BASE"
-"$UV" pip install -q --python "$W/egv/bin/python" --offline --no-index --find-links "$REPO/.whl" envguard-ml
-EG="$W/egv/bin/envguard"
+# shellcheck source=bench/gpu/envguard_setup.sh
+. "$REPO/bench/gpu/envguard_setup.sh"
 { "$EG" --version; "$UV" --version; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   echo "base python: $BASE; torch from: $SITE"; } | tee "$OUT/machine.txt"
 

@@ -82,6 +82,14 @@ def number(value: float | None) -> str:
     return f"{value:.4g}"
 
 
+def runs_said(values: Sequence[float]) -> str:
+    """How many runs, and their lowest and highest as :func:`number` says them:
+    ``5 runs, 21.2-21.9``; ``3 runs`` where they read the same; ``1 run``."""
+    low, high = number(min(values)), number(max(values))
+    runs = f"{len(values)} run{'' if len(values) == 1 else 's'}"
+    return runs + (f", {low}-{high}" if low != high else "")
+
+
 def said(value: float | None, *, exits: bool) -> str:
     """A measured value as a screen says it: the metric's number, or, where exit statuses
     decide, "exit 0" and "fails" (the median of runs that did both: "mixed")."""

@@ -80,10 +80,7 @@ class Scale:
         from their median left out from three on: on a machine busy in bursts, a run stalled
         to a tenth of GOOD's speed beside one at GOOD's has a median that says nothing of the
         set, and a false bad is a false culprit."""
-        kept = list(values)
-        if len(kept) >= 3:
-            middle = metric.median(kept)
-            kept.remove(max(kept, key=lambda v: abs(v - middle)))
+        kept = without_farthest(values) if len(values) >= 3 else list(values)
         if len(kept) < 2:
             return True
         room = max(self.noise, self.tolerance * abs(self.bad - self.good))
@@ -320,11 +317,16 @@ def spread(values: Sequence[float]) -> float:
     what the others found cached, must not hide the gap the rest show; two such are noise)."""
     if not values:
         return 0.0
-    kept = list(values)
-    if len(kept) >= 5:
-        middle = metric.median(kept)
-        kept.remove(max(kept, key=lambda v: abs(v - middle)))
+    kept = without_farthest(values) if len(values) >= 5 else list(values)
     return max(kept) - min(kept)
+
+
+def without_farthest(values: Sequence[float]) -> list[float]:
+    """``values`` less the one farthest from their median."""
+    kept = list(values)
+    middle = metric.median(kept)
+    kept.remove(max(kept, key=lambda v: abs(v - middle)))
+    return kept
 
 
 def _ddmin(c: list[T], session: _Session[T]) -> list[T]:

@@ -519,9 +519,7 @@ class Trials:
         env.update(self._caches(applied, room))
         if tree is not None and self.code is not None and env.get("PYTHONPATH"):
             env["PYTHONPATH"] = _rebased(env["PYTHONPATH"], self.code.root, tree)
-        env["VIRTUAL_ENV"] = str(venv)
-        env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        return env
+        return _run.activated(env, venv)
 
     def _caches(self, applied: frozenset[Move], room: Root) -> dict[str, str]:
         """The variables that point torch and Triton at this run's copies, each cache copied

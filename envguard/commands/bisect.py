@@ -269,14 +269,8 @@ def _unlike_note(done: BisectDone, sides: trials.Sides) -> str:
     return (
         f"GOOD measures {metric.said(done.good, exits=not done.metric)}{unit} over {runs} runs, "
         f"{band} the {metric.said(r.median, exits=not r.metric)}{unit} the lock recorded "
-        f"({_runs(r.values)}); {where}"
+        f"({metric.runs_said(r.values)}); {where}"
     )
-
-
-def _runs(values: tuple[float, ...]) -> str:
-    """``5 runs, 21.2-21.9``; ``3 runs`` where every run measured the same."""
-    low, high = number(min(values)), number(max(values))
-    return f"{len(values)} runs" + (f", {low}-{high}" if low != high else "")
 
 
 def _machine(good: Snapshot, bad: Snapshot) -> list[str]:

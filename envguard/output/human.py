@@ -629,9 +629,8 @@ class Human:
                   for k, v in (("GOOD", r.good), ("BAD", r.bad))}  # fmt: skip
         wide = max(map(len, values.values()))
         live = f"{_p(r.venv)}, with the working tree, caches and variables here"
-        noise = r.noise()
-        for label, where in (("GOOD", _p(r.lock)), ("BAD", live)):
-            runs = self._bisect_runs(r, noise[label.lower()])
+        for index, label, where in ((1, "GOOD", _p(r.lock)), (2, "BAD", live)):
+            runs = self._bisect_runs(r, index)
             yield from wrap(f"{values[label]:>{wide}}{runs}  {where}", self.p.width, INDENT,
                             first=f"{label:<{INDENT}}")  # fmt: skip
             if label == "GOOD" and r.recorded is not None:
@@ -689,16 +688,15 @@ class Human:
         yield self.p.paint(label, style) + lines[0][len(label) :]
         yield from lines[1:]
 
-    def _bisect_runs(self, r: BisectDone, runs: dict[str, Any]) -> str:
-        """GOOD's or BAD's runs beside its median, where there were several: how many,
-        and the lowest and highest (`` (3 runs, 21.2-21.9)``)."""
-        from envguard.bisect.metric import number
+    def _bisect_runs(self, r: BisectDone, index: int) -> str:
+        """GOOD's (1) or BAD's (2) runs beside its median, where there were several: how
+        many, and the lowest and highest (`` (3 runs, 21.2-21.9)``)."""
+        from envguard.bisect.metric import runs_said
 
-        if runs["runs"] < 2 or not r.metric:
+        trial = r.reference(index)
+        if trial is None or len(trial.values) < 2 or not r.metric:
             return ""
-        if runs["min"] == runs["max"]:
-            return f" ({runs['runs']} runs)"
-        return f" ({runs['runs']} runs, {number(runs['min'])}-{number(runs['max'])})"
+        return f" ({runs_said(trial.values)})"
 
     def _bisect_value(self, r: BisectDone, value: float | None) -> str:
         from envguard.bisect.metric import said
@@ -885,13 +883,12 @@ def bench_lines(bench: Benchmark) -> tuple[str, str]:
 
 def bench_figures(bench: Benchmark) -> str:
     """``21.5 Ktok/s (5 runs, 21.2-21.9)``; ``exit 0 (5 runs)`` where exit statuses decide."""
-    from envguard.bisect.metric import number, said
+    from envguard.bisect.metric import runs_said, said
 
     unit = f" {bench.unit}" if bench.unit and bench.metric else ""
     value = said(bench.median, exits=not bench.metric)
-    low, high = number(min(bench.values)), number(max(bench.values))
-    span = f", {low}-{high}" if bench.metric and low != high else ""
-    return f"{value}{unit} ({plural(bench.runs, 'run')}{span})"
+    runs = runs_said(bench.values) if bench.metric else plural(bench.runs, "run")
+    return f"{value}{unit} ({runs})"
 
 
 def _short(command: tuple[str, ...]) -> str:
