@@ -183,7 +183,7 @@ def _mentions_secret(value: str) -> bool:
 def _is_reference(value: str) -> bool:
     """Code, not a literal: a call, a subscript, a dotted name, a type (``str | None``), a
     variable named for the secret (``api_key=api_key``), an expression (``await f()``)."""
-    if _VARIABLE.fullmatch(value) and _mentions_secret(value):
+    if _VARIABLE.fullmatch(value) and _NAME_WORDS.fullmatch(value) and _mentions_secret(value):
         return True
     m = _REFERENCE.match(value)
     if m is None:
@@ -196,6 +196,11 @@ def _is_reference(value: str) -> bool:
 
 # page_token, apiKey, DEFAULT_KEK_PASSPHRASE: not Hunter2 (a password is one word too)
 _VARIABLE = re.compile(r"[a-z_][A-Za-z0-9_]{0,63}|[A-Z][A-Z0-9]{0,31}(?:_[A-Z0-9]{1,31}){1,8}")
+# A name is made of words, each letters with digits only at its end (api_key_v2, x509_key,
+# pageToken2): A00TOKEN_000 is a random value that happens to hold a word, not a constant.
+_NAME_WORDS = re.compile(
+    r"_*[A-Za-z]+[0-9]*(?:_+[A-Za-z]+[0-9]*|_+[0-9]{1,2}|[A-Z][a-z]+[0-9]*)*_*"
+)
 _CODE_WORDS = frozenset(("await", "not", "yield", "lambda", "self"))
 
 
@@ -562,11 +567,32 @@ def _assignment(
     comment = min((i for i in (value.find(" #"), value.find("\t#")) if i >= 0), default=-1)
     value = (value[:comment] if comment >= 0 else value).rstrip()
     end = at + len(value)
-    if strength == 2 and _is_reference(value):
+    if (
+        strength == 2
+        and not _dotenv_line(text, m.start("close"), key, tight)
+        and _is_reference(value)
+    ):
         return _later_literals(text, at, value, key)
     if _code_word(text, value, end, tight) or not _secret_value(value, strength, key):
         return [], end
     return [(at, end)], end
+
+
+def _dotenv_line(text: str, key_end: int, key: str, tight: bool) -> bool:
+    """``API_KEY=value`` alone at a line's head (``export``, a patch's mark allowed): a .env
+    file or a shell, where a bare value is a literal, never a variable (that is ``$X``)."""
+    if not tight or not _ENV_NAME.fullmatch(key):
+        return False
+    start = key_end - len(key)
+    line = text.rfind("\n", max(0, start - 32), start) + 1  # bounded: redaction stays linear
+    if line == 0 and start > 32:
+        return False
+    head = text[line:start]
+    return _LINE_HEAD.fullmatch(head) is not None
+
+
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,127}")
+_LINE_HEAD = re.compile(r"[+\- ]?[ \t]*(?:export[ \t]+)?")
 
 
 def _code_word(text: str, value: str, end: int, tight: bool) -> bool:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from hypothesis import given
+import re
+
+import pytest
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from envguard.probes import environ
@@ -77,7 +80,42 @@ def test_url_passwords_never_survive(user: str, password: str, host: str) -> Non
     assert password not in str(captured) and user not in str(captured)
 
 
+# A value that is a name holding a secret's word (HF_TOKEN_X, page_token) may be code that
+# names the secret (password: DEFAULT_TOKEN); the tests of references hold those.
+_NAMED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(r"(?i)token|key|secret|passw|pwd|pass|auth|cred|sig|salt|hmac|cookie")
+
+
 @given(secret=SECRET)
 def test_redact_text_dotenv(secret: str) -> None:
+    text, n = redact_text(f"API_KEY={secret}\nLR=0.1\nexport HF_TOKEN={secret}\n")
+    assert secret not in text and n == 2 and "LR=0.1" in text
+
+
+@given(secret=SECRET)
+def test_redact_text_yaml(secret: str) -> None:
+    assume(not (_NAMED.fullmatch(secret) and _WORD.search(secret)))
     text, n = redact_text(f"API_KEY={secret}\nLR=0.1\npassword: {secret}\n")
     assert secret not in text and n == 2 and "LR=0.1" in text
+
+
+@pytest.mark.parametrize("value", ["A00TOKEN_000", "HF_TOKEN", "page_token", "DEFAULT_KEY_2"])
+def test_a_dotenv_value_shaped_as_a_name_is_a_literal(value: str) -> None:
+    text, n = redact_text(f"API_KEY={value}\n+export AWS_SECRET_ACCESS_KEY={value}\n")
+    assert value not in text and n == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        ("client = Client(api_key=API_TOKEN)", "API_TOKEN"),
+        ("    password: DEFAULT_KEK_PASSPHRASE", "DEFAULT_KEK_PASSPHRASE"),
+        ("token = page_token", "page_token"),
+    ],
+)
+def test_code_naming_a_secret_is_kept(line: str, kept: str) -> None:
+    assert kept in redact_text(line + "\n", code=True)[0]
+
+
+def test_a_random_value_holding_a_word_is_no_name() -> None:
+    assert "A00TOKEN_000" not in redact_text("    password: A00TOKEN_000\n")[0]
