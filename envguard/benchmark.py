@@ -114,3 +114,10 @@ def relative_cwd(cwd: Path, root: str | None) -> str:
     except ValueError:
         return ""
     return "" if str(inside) == "." else inside.as_posix()
+
+
+def recorded_cwd(root: Path, cwd: str) -> Path | None:
+    """Where the lock's benchmark ran, in the repository at ``root`` (None: that folder is
+    not here)."""
+    folder = root / cwd if cwd else root
+    return folder if folder.is_dir() else None

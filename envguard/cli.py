@@ -150,6 +150,9 @@ def _index_options(command: F) -> F:
     return command
 
 
+_INDEX_NAMES = ("index_url", "extra_index_url", "find_links", "offline", "no_index")
+
+
 def _overrides(kw: dict[str, Any]) -> Overrides:
     from envguard.restore.plan import Overrides
 
@@ -786,6 +789,16 @@ def log(venv: Path | None, as_json: bool) -> None:
 @click.option("--expand", is_flag=True, help="List the packages the install would bring.")
 @click.option("--only", metavar="AREA[,AREA]", help=f"Judge only these areas: {_AREAS}.")
 @click.option("--ignore", metavar="AREA[,AREA]", help="Do not judge these areas.")
+@click.option("--bench", is_flag=True, help="Also measure what the install would cost the "
+              "lock's benchmark (snapshot --bench), in copies of the venv.")  # fmt: skip
+@click.option("--lock", type=_PATH, help="Whose benchmark (default: the venv's lock).")
+@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --bench: runs of each side at the least (3 to 6 with a metric, "
+                   "until their runs tell them apart).")  # fmt: skip
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=3600.0,
+              show_default=True, help="Seconds a benchmark run may take.")  # fmt: skip
+@_index_options
+@click.option("--python", "python", help="With --bench: the interpreter to build copies with.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @_json_option
 @_common
@@ -794,24 +807,67 @@ def preflight(
     expand: bool,
     only: str | None,
     ignore: str | None,
+    bench: bool,
     as_json: bool,
     command: tuple[str, ...],
+    **kw: Any,
 ) -> None:
-    """What an install would change, before it runs; installs nothing.
+    """What an install would change, before it runs; installs nothing in the venv.
+
+    With --bench, the lock's benchmark runs in a rebuild of the venv as it is and in
+    one with the install, in turn, and the price is said: the cost, no cost measured,
+    or cannot tell. The index options say where the rebuild's pins come from.
 
     \b
     Examples:
       envguard preflight -- uv pip install sglang==0.5.23
       envguard preflight -- pip install vllm
+      envguard preflight --bench -- uv pip install vllm
 
     \b
-    Exit codes: 0 safe, 1 it would change something critical, 2 error.
+    Exit codes: 0 safe, 1 it would change something critical (or cost the
+    benchmark, break it, or cost what the noise cannot tell), 2 error.
     """
     from envguard.commands import preflight as command_mod
 
     with _errors():
         cfg = _config(only=only, ignore=ignore)
-        _emit(command_mod.check(cfg, command, venv=venv), expand=expand)
+        lock = kw.pop("lock")
+        options = _price_options(kw)
+        if not bench:
+            _no_bench_options(lock, kw)
+            _emit(command_mod.check(cfg, command, venv=venv), expand=expand)
+            return
+        _interrupt_on_sigterm()  # its copies are cleaned as a bisect's trials are
+        status = _UI.human(sys.stderr)
+        with _UI.progress() as step:
+            priced = command_mod.Bench(
+                lock=lock, options=options,
+                on_event=lambda e: step(status.price_status(e), e.run, e.runs),
+            )  # fmt: skip
+            result = command_mod.check(cfg, command, venv=venv, bench=priced)
+        _emit(result, expand=expand)
+
+
+def _price_options(kw: dict[str, Any]) -> Any:
+    from envguard.price import Options
+
+    return Options(runs=kw.pop("runs"), timeout=kw.pop("timeout"), overrides=_overrides(kw),
+                   python=kw.pop("python"))  # fmt: skip
+
+
+def _no_bench_options(lock: Path | None, kw: dict[str, Any]) -> None:
+    """--lock, --runs and the index options say how to price an install: without --bench,
+    they would say nothing, and are refused rather than ignored."""
+    from envguard.errors import ArgumentError
+
+    ctx = click.get_current_context()
+    named = ("lock", "runs", "timeout", "python", *_INDEX_NAMES)
+    typed = click.core.ParameterSource.COMMANDLINE
+    given = [p.opts[0] for p in ctx.command.params
+             if p.name in named and ctx.get_parameter_source(p.name) == typed]  # fmt: skip
+    if given:
+        raise ArgumentError(f"{', '.join(given)} price an install: they need --bench")
 
 
 @cli.command(name="protect", short_help="Pin torch, its CUDA wheels and triton against installs.")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envguard import snapshot, targets
+from envguard import benchmark, snapshot, targets
 from envguard.bisect import metric, moves, search, trials
 from envguard.bisect.metric import number
 from envguard.config import Config
@@ -61,7 +61,7 @@ def bisect(
     bad = snapshot.live_for(good, venv_path, repo=repo, lock_path=path)
     cwd = Path.cwd()
     if recorded is not None and not said and bad.code is not None:
-        cwd = _recorded_cwd(Path(bad.code.root), recorded.cwd) or cwd
+        cwd = benchmark.recorded_cwd(Path(bad.code.root), recorded.cwd) or cwd
     sides = trials.Sides(lock_path=path.absolute(), good=good, bad=bad,
                          environ=dict(os.environ), cwd=cwd)  # fmt: skip
     settings = trials.Settings(command=options.command, metric=pattern, runs=options.runs,
@@ -123,12 +123,6 @@ def _benchmark(options: Options, bench: Benchmark | None) -> tuple[Options, Benc
         bench is not None and options.command == bench.command and options.metric == bench.metric
     )
     return options, bench if applies else None, said
-
-
-def _recorded_cwd(root: Path, cwd: str) -> Path | None:
-    """Where the lock's benchmark ran, in this repository (None: that folder is not here)."""
-    folder = root / cwd if cwd else root
-    return folder if folder.is_dir() else None
 
 
 def _unheld(bench: Benchmark | None, recorded: Benchmark | None) -> tuple[str, ...]:

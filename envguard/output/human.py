@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.drift import Change, DriftReport, Member
     from envguard.fleet import Node, NodeChange
     from envguard.model import Benchmark, Snapshot
+    from envguard.price import Moved, Price
     from envguard.restore.backups import Backups
     from envguard.restore.build import Outcome
     from envguard.restore.caches import CacheStep
@@ -184,6 +185,8 @@ class Human:
         if not report.changes:
             safe = self.p.paint("Safe", "bold green")
             yield f"{safe}: this install changes nothing envguard tracks"
+            if r.price is not None:
+                yield from self.price(r.price)
             return
         verdict = (
             self.p.paint("Would break the training set", "bold red")
@@ -197,7 +200,34 @@ class Human:
         for line in r.forecast.reasons:
             yield from wrap(line, self.p.width, 2, first="  ")
         yield from self.changes(report.changes)
+        if r.price is not None:
+            yield from self.price(r.price)
         yield from self._hint(r.hint, "give it a venv of its own instead")
+
+    def price(self, price: Price) -> Iterator[str]:
+        """What the install would cost the lock's benchmark: the verdict and its figures,
+        what moved, and how it was measured."""
+        from envguard.price import headline as price_headline
+
+        label, style, rest = _price_said(price)
+        lines = wrap(f"{label}: {rest}", self.p.width, 2, first="")
+        yield self.p.paint(label, style) + lines[0][len(label) :]
+        yield from lines[1:]
+        shown, more = price_headline(price.moved)
+        if shown:
+            names = [f"{m.name} {_moved(m)}" for m in shown] + ([f"{more} more"] if more else [])
+            yield from wrap(f"it moves {_and(names)}", self.p.width, 4, first="  ")
+        if self.verbosity < 0:
+            return
+        from envguard.bisect.moves import shell
+
+        each = _price_runs(price)
+        how = wrap(
+            f"measured by `{shell(price.command)}` in two rebuilds of the venv, with the "
+            f"install and without, in turn ({each}; {_took(price.seconds)}); the training "
+            "venv untouched", self.p.width, 4, first="  ",
+        )  # fmt: skip
+        yield from (self.p.paint(line, "dim") for line in how)
 
     def _hint(self, command: str, what: str) -> Iterator[str]:
         if command:
@@ -774,6 +804,14 @@ class Human:
         room = max(20, self.p.width - 40)  # the bar, counts and time take the rest
         return line if len(line) <= room else line[: room - 1] + "…"
 
+    def price_status(self, event: Event) -> str:
+        """The status line of ``preflight --bench``: which side runs, its values so far."""
+        from envguard.bisect.metric import number
+
+        side = "with the install" if event.applied else "the venv as it is"
+        values = " ".join(number(v) for v in event.values)
+        return f"{side}: {values}" if values else side
+
 
 def change_line(c: Change | NodeChange) -> str:
     """A change in one line, where there are many (a fleet's nodes, guard's ranks): its
@@ -889,6 +927,78 @@ def bench_figures(bench: Benchmark) -> str:
     value = said(bench.median, exits=not bench.metric)
     runs = runs_said(bench.values) if bench.metric else plural(bench.runs, "run")
     return f"{value}{unit} ({runs})"
+
+
+def _price_said(price: Price) -> tuple[str, str, str]:
+    """The price's verdict word, its style, and the rest of its line."""
+    from envguard import price as p
+    from envguard.bisect.metric import median, said
+
+    exits = not price.metric
+    unit = f" {price.unit}" if price.unit and price.metric else ""
+    was = said(median(price.before), exits=exits) if price.before else "-"
+    now = said(median(price.after), exits=exits) if price.after else "-"
+    moved = f"{was} → {now}{unit}"
+    change = price.change
+    shown = change is not None and price.metric and round(abs(change), 2) > 0
+    share = f" ({change:+.0%})" if shown else ""
+    if price.verdict == p.BREAKS:
+        return (
+            "Breaks the benchmark",
+            "bold red",
+            (f"after this install it fails ({price.why}); it measured {was}{unit} before"),
+        )
+    if price.verdict == p.COST:
+        return "Costs", "bold red", f"this install would cost {moved}{share}"
+    if price.verdict == p.MOVES:
+        return (
+            "Moves",
+            "bold red",
+            (
+                f"this install would move the benchmark {moved}{share} (the lock records no "
+                "direction: which is better, envguard cannot say)"
+            ),
+        )
+    if price.verdict == p.CANNOT_TELL:
+        return (
+            "Cannot tell",
+            "yellow",
+            (
+                f"{moved}{share}, a gap inside the runs' own spread: a quieter machine, a longer "
+                "benchmark or more --runs may tell them apart"
+            ),
+        )
+    if price.verdict == p.GAIN:
+        return "No cost", "bold green", f"this install would make it faster, {moved}{share}"
+    return "No cost measured", "bold green", f"{moved}{share}, within the runs' noise"
+
+
+def _price_runs(price: Price) -> str:
+    """``3 runs each``; where the install's side broke, what each side ran."""
+    from envguard.bisect.metric import runs_said
+
+    if len(price.before) == len(price.after):
+        return f"{runs_said(price.before).split(',')[0]} each"
+    if not price.after:
+        return f"{plural(len(price.before), 'run')} without, the first with broke"
+    return f"{plural(len(price.before), 'run')} without, {len(price.after)} with"
+
+
+def _took(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 120 else f"{whole} s"
+
+
+def _moved(m: Moved) -> str:
+    if not m.old:
+        return f"{m.new} (new)"
+    if not m.new:
+        return f"{m.old} (removed)"
+    return f"{m.old} → {_short_new(m.old, m.new)}"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _short(command: tuple[str, ...]) -> str:

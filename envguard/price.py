@@ -1,0 +1,239 @@
+"""An install priced before it lands (``preflight --bench``): the lock's benchmark, measured
+in the venv the install would leave and in the venv as it is, in turn.
+
+Both sides are bisect trials (:mod:`envguard.bisect.trials`), built in envguard's work
+folder before either runs: the live venv rebuilt by uv from its exact pins (its code, caches
+and variables as they are now), and the same rebuild with the user's install run into it, as
+the user would run it, pointed at the copy. The training venv is read, never written; the
+benchmark never runs in it. The two are one bisect of one move, the install, so that the
+noise is read as bisect reads it: a gap inside it is "cannot tell", never a cost.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envguard import _run, catalog, preflight
+from envguard import uv as uv_backend
+from envguard.bisect import metric, search, trials
+from envguard.bisect.moves import Move, shell
+from envguard.errors import BenchmarkError, CommandError
+from envguard.model import Benchmark, Snapshot
+from envguard.record import Record
+from envguard.restore.plan import Overrides
+
+INSTALL = "install"  # the one move: the install, applied to the rebuild of the live venv
+# What an install's price says: it costs the benchmark, moves it (no direction given),
+# makes it faster, costs nothing measurable, cannot be told from the noise, or breaks it.
+COST, MOVES, GAIN, NONE, CANNOT_TELL, BREAKS = (
+    "cost", "moves", "gain", "none", "cannot-tell", "breaks",
+)  # fmt: skip
+_SHOWN = 6  # packages named beside the price; the forecast above lists every one
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class Moved(Record):
+    """A package the install changed in the rebuild: ``old`` or ``new`` "" when it came or
+    went."""
+
+    name: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Price(Record):
+    """What the install costs the lock's benchmark, with the runs that say so."""
+
+    verdict: str
+    command: tuple[str, ...]  # the benchmark
+    install: tuple[str, ...]
+    metric: str
+    direction: str
+    unit: str
+    before: tuple[float, ...]  # the venv as it is (rebuilt)
+    after: tuple[float, ...]  # the venv the install would leave
+    moved: tuple[Moved, ...] = ()  # what the install changed there, the ML stack first
+    why: str = ""  # a side that broke: what it said
+    seconds: float = 0.0
+
+    @property
+    def change(self) -> float | None:
+        """The after side's median less the before side's, as a share of it."""
+        if not self.before or not self.after:
+            return None
+        was, now = metric.median(self.before), metric.median(self.after)
+        return (now - was) / abs(was) if was else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "moved": [m.to_dict() for m in self.moved],
+                "why": self.why, "change": self.change}  # fmt: skip
+
+    def cost(self) -> float:
+        """How much worse the after side measured, as a share of the before side (0 where
+        it measured no worse, or nothing); without a direction, how far it moved."""
+        change = self.change
+        if change is None:
+            return 0.0
+        if not self.direction:
+            return abs(change)
+        return max(0.0, -change if self.direction == "higher" else change)
+
+    def exceeds(self, most: float) -> bool:
+        """Whether the install costs more than the share ``most``: it breaks the benchmark,
+        or measured worse by more, clearly or inside the noise (a cost that cannot be told
+        from the noise is not known to be small)."""
+        if self.verdict == BREAKS:
+            return True
+        if not self.metric:  # exit statuses: a benchmark that passed and now fails
+            return self.verdict in (COST, MOVES)
+        return self.verdict in (COST, MOVES, CANNOT_TELL) and self.cost() > most
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    runs: int = 1  # each side's at the least; bisect's references take 3 to 6 by the noise
+    timeout: float = 3600.0
+    overrides: Overrides = field(default_factory=Overrides)
+    python: str | None = None
+
+
+def price(
+    install: preflight.Command,
+    live: Snapshot,
+    bench: Benchmark,
+    *,
+    lock_path: Path,
+    cwd: Path,
+    options: Options,
+    on_event: Callable[[trials.Event], None] | None = None,
+) -> Price:
+    """The install's price on ``bench``, measured beside ``live``'s venv, never in it."""
+    move = Move(kind=INSTALL, subject=shell(install.argv), old="", new="")
+    sides = trials.Sides(lock_path=lock_path.absolute(), good=live, bad=live,
+                         environ=dict(os.environ), cwd=cwd)  # fmt: skip
+    pattern = metric.compile_metric(bench.metric) if bench.metric else None
+    settings = trials.Settings(command=bench.command, metric=pattern, runs=options.runs,
+                               timeout=options.timeout, overrides=options.overrides,
+                               python=options.python)  # fmt: skip
+    started = time.monotonic()
+    with trials.Workspace() as work:
+        runner = _Installing(sides, (move,), settings, work, install=install, on_event=on_event)
+        outcome = search.bisect(
+            (move,), runner, direction=bench.direction or (None if pattern else "lower"),
+            max_trials=2, references=runner.references, until=runner.until,
+        )  # fmt: skip
+    before = outcome.trial(frozenset())
+    after = outcome.trial(frozenset({move}))
+    assert before is not None and after is not None  # the references are measured first
+    if before.measured.value is None:
+        raise BenchmarkError(_unmeasured("the venv as it is", before.measured))
+    if after.measured.unbuildable:
+        raise BenchmarkError(f"the install cannot be priced: {after.measured.failure}")
+    return Price(
+        verdict=_verdict(outcome, bool(bench.direction)),
+        command=bench.command, install=install.argv, metric=bench.metric,
+        direction=bench.direction, unit=bench.unit,
+        before=before.measured.values, after=after.measured.values,
+        moved=runner.moved, why=after.measured.failure, seconds=time.monotonic() - started,
+    )  # fmt: skip
+
+
+def _unmeasured(side: str, measured: search.Measured) -> str:
+    what = "cannot be rebuilt" if measured.unbuildable else "fails its benchmark"
+    return f"the install cannot be priced: {side} {what} ({measured.failure})"
+
+
+def _verdict(outcome: search.Outcome[Move], directed: bool) -> str:
+    if outcome.stop == "bad-failed":
+        return BREAKS
+    if outcome.stop == "cannot-tell":
+        return CANNOT_TELL
+    if outcome.stop == "good-worse":  # the after side clearly better
+        return GAIN
+    if outcome.stop in ("alike", "better"):
+        return NONE
+    return COST if directed else MOVES
+
+
+class _Installing(trials.Trials):
+    """Trials where the install's move, applied, is the user's install run into the trial's
+    venv once uv has rebuilt it: what the install would leave, beside the training venv."""
+
+    def __init__(
+        self,
+        sides: trials.Sides,
+        moves: tuple[Move, ...],
+        settings: trials.Settings,
+        work: trials.Workspace,
+        *,
+        install: preflight.Command,
+        on_event: Callable[[trials.Event], None] | None,
+    ) -> None:
+        super().__init__(sides, moves, settings, work, on_event=on_event)
+        self.install = install
+        self.moved: tuple[Moved, ...] = ()
+
+    def _venv(self, applied: frozenset[Move], where: Path, tree: Path | None) -> Path:
+        install = [m for m in applied if m.kind == INSTALL]
+        venv = super()._venv(applied - frozenset(install), where, tree)
+        if install:
+            _install(self.install, venv)
+            self.moved = _moved(self.sides.good, venv)
+        return venv
+
+
+def _install(cmd: preflight.Command, venv: Path) -> None:
+    """The user's install, into ``venv``: their installer and arguments, their settings but
+    for those that send an install elsewhere."""
+    python = str(venv / "bin" / "python")
+    if cmd.installer == "uv":
+        uv = shutil.which(cmd.argv[0]) or uv_backend.find_uv()
+        argv = [uv, "pip", "install", "--python", python, *cmd.args]
+    else:
+        if not preflight.has_pip(venv):
+            raise trials.Unbuildable("the rebuilt venv has no pip for a pip install")
+        argv = [python, "-m", "pip", "install", *cmd.args]
+    env = {k: v for k, v in os.environ.items() if k not in preflight.ELSEWHERE_ENV}
+    env = _run.activated({k: v for k, v in env.items() if k != "VIRTUAL_ENV"}, venv)
+    try:
+        done = _run.run(argv, check=False, timeout=3600, env=env)
+    except CommandError as exc:
+        raise trials.Unbuildable(f"the install cannot run: {exc}") from None
+    if done.returncode != 0:
+        said = metric.last_line(done.stderr or done.stdout)
+        raise trials.Unbuildable(f"the install fails in a copy of the venv: {said}")
+
+
+def _moved(live: Snapshot, venv: Path) -> tuple[Moved, ...]:
+    """What the install changed in ``venv``, as the CUDA build of torch reads (its
+    version.py): the torch family first, then the key libraries, then the rest."""
+    from envguard.probes import distributions, torch
+    from envguard.probes.venv import locate
+    from envguard.versions import same
+
+    site = locate(venv).site_packages
+    now = {d.name: torch.probe(site, d).version if d.name in catalog.BUILDS else d.version
+           for d in distributions.scan(site)[0]}  # fmt: skip
+    was: Mapping[str, str] = live.versions()
+    names = sorted(set(was) | set(now), key=lambda n: (_rank(n), n))
+    return tuple(
+        Moved(name=n, old=was.get(n, ""), new=now.get(n, ""))
+        for n in names
+        if not same(was.get(n, ""), now.get(n, ""))
+    )
+
+
+def _rank(name: str) -> int:
+    return 0 if name in catalog.BUILDS else 1 if name in catalog.KEY_LIBRARIES else 2
+
+
+def headline(moved: tuple[Moved, ...]) -> tuple[tuple[Moved, ...], int]:
+    """The packages to name beside the price, and how many more moved."""
+    return moved[:_SHOWN], max(0, len(moved) - _SHOWN)
