@@ -732,29 +732,81 @@ def export(
         _emit(command.export(_config(), lock, output, _overrides(kw), resolve=resolve))
 
 
+def _pricing_options(command: F) -> F:
+    """How ``preflight --bench`` and ``run --max-cost`` price an install."""
+    for option in reversed(
+        (
+            click.option("--lock", type=_PATH, help="Whose benchmark (default: the venv's lock)."),
+            click.option(
+                "--runs",
+                type=click.IntRange(min=1),
+                default=1,
+                show_default=True,
+                help="Pricing: runs of each side at the least (3 to 6 with a metric, "
+                "until their runs tell them apart).",
+            ),
+            click.option(
+                "--timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                default=3600.0,
+                show_default=True,
+                help="Seconds a benchmark run may take.",
+            ),
+        )
+    ):
+        command = option(command)
+    command = _index_options(command)
+    return click.option("--python", "python",
+                        help="Pricing: the interpreter to build copies with.")(command)  # fmt: skip
+
+
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option(
     "--venv", type=_PATH, help="The venv the command installs into (default: the active one)."
 )
+@click.option("--max-cost", type=click.FloatRange(0, 100), metavar="PCT",
+              help="Price the install on the lock's benchmark first (as preflight --bench), "
+                   "and refuse it when it costs more than PCT percent.")  # fmt: skip
+@_pricing_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @_json_option
 @_common
-def run(venv: Path | None, as_json: bool, command: tuple[str, ...]) -> None:
+def run(
+    venv: Path | None, max_cost: float | None, as_json: bool, command: tuple[str, ...], **kw: Any
+) -> None:
     """Run COMMAND in the venv and journal the drift it caused.
+
+    With --max-cost, an install is first priced in copies of the venv, and not run
+    when it costs the lock's benchmark more than PCT percent, breaks it, or costs
+    what its noise cannot tell from less.
 
     \b
     Examples:
       envguard run -- uv pip install sglang
       envguard run -- pip install -U transformers
+      envguard run --max-cost 5 -- uv pip install vllm
 
     \b
-    Exit codes: the command's own.
+    Exit codes: the command's own; 1 refused by --max-cost.
     """
     from envguard import _term
     from envguard.commands import journal
+    from envguard.commands import preflight as preflight_mod
 
     with _errors():
-        result = journal.run(_config(), command, venv=venv)
+        lock, options = kw.pop("lock"), _price_options(kw)
+        limit = None
+        if max_cost is None:
+            _no_bench_options(lock, "--max-cost")
+        else:
+            _interrupt_on_sigterm()
+            status = _UI.human(sys.stderr)
+            limit = journal.MaxCost(share=max_cost / 100, bench=preflight_mod.Bench(
+                lock=lock, options=options,
+                on_event=lambda e: step(status.price_status(e), e.run, e.runs),
+            ))  # fmt: skip
+        with _UI.progress() as step:
+            result = journal.run(_config(), command, venv=venv, max_cost=limit)
     if as_json:
         _emit(result)
     # on stderr: the command's own output keeps stdout
@@ -791,14 +843,7 @@ def log(venv: Path | None, as_json: bool) -> None:
 @click.option("--ignore", metavar="AREA[,AREA]", help="Do not judge these areas.")
 @click.option("--bench", is_flag=True, help="Also measure what the install would cost the "
               "lock's benchmark (snapshot --bench), in copies of the venv.")  # fmt: skip
-@click.option("--lock", type=_PATH, help="Whose benchmark (default: the venv's lock).")
-@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="With --bench: runs of each side at the least (3 to 6 with a metric, "
-                   "until their runs tell them apart).")  # fmt: skip
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=3600.0,
-              show_default=True, help="Seconds a benchmark run may take.")  # fmt: skip
-@_index_options
-@click.option("--python", "python", help="With --bench: the interpreter to build copies with.")
+@_pricing_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @_json_option
 @_common
@@ -835,7 +880,7 @@ def preflight(
         lock = kw.pop("lock")
         options = _price_options(kw)
         if not bench:
-            _no_bench_options(lock, kw)
+            _no_bench_options(lock, "--bench")
             _emit(command_mod.check(cfg, command, venv=venv), expand=expand)
             return
         _interrupt_on_sigterm()  # its copies are cleaned as a bisect's trials are
@@ -856,9 +901,9 @@ def _price_options(kw: dict[str, Any]) -> Any:
                    python=kw.pop("python"))  # fmt: skip
 
 
-def _no_bench_options(lock: Path | None, kw: dict[str, Any]) -> None:
-    """--lock, --runs and the index options say how to price an install: without --bench,
-    they would say nothing, and are refused rather than ignored."""
+def _no_bench_options(lock: Path | None, needs: str) -> None:
+    """--lock, --runs and the index options say how to price an install: without ``needs``
+    (--bench, --max-cost), they would say nothing, and are refused rather than ignored."""
     from envguard.errors import ArgumentError
 
     ctx = click.get_current_context()
@@ -867,7 +912,7 @@ def _no_bench_options(lock: Path | None, kw: dict[str, Any]) -> None:
     given = [p.opts[0] for p in ctx.command.params
              if p.name in named and ctx.get_parameter_source(p.name) == typed]  # fmt: skip
     if given:
-        raise ArgumentError(f"{', '.join(given)} price an install: they need --bench")
+        raise ArgumentError(f"{', '.join(given)} price an install: they need {needs}")
 
 
 @cli.command(name="protect", short_help="Pin torch, its CUDA wheels and triton against installs.")

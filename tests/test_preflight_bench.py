@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,8 @@ import pytest
 from envguard import lockfile
 from envguard.demo.repo import committed
 from envguard.demo.wheels import build_wheel
-from tests.conftest import git, make_venv, uv_install
+from envguard.journal import path_for
+from tests.conftest import git, make_venv, uv_bin, uv_install
 from tests.project import invoke
 
 BENCH = """\
@@ -51,6 +53,16 @@ class Project:
         return invoke("preflight", *args, "--", "uv", "pip", "install", "--offline",
                       "--find-links", str(self.house), *install, env=self.env)  # fmt: skip
 
+    def run(self, *args: str, install: tuple[str, ...]) -> tuple[int, str, str]:
+        return invoke("run", *args, "--find-links", str(self.house), "--offline", "--", "uv",
+                      "pip", "install", "--offline", "--find-links", str(self.house), *install,
+                      env=self.env)  # fmt: skip
+
+    def versions(self) -> str:
+        python = str(self.venv / "bin" / "python")
+        return subprocess.run([uv_bin(), "pip", "freeze", "--python", python],
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+
     def priced(self, *install: str) -> tuple[int, str, str]:
         return self.preflight("--bench", "--find-links", str(self.house), "--offline",
                               install=install)  # fmt: skip
@@ -64,7 +76,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
         body = 'raise ImportError("speedlib 3.0 needs a GPU")\n' if version == "3.0" else ""
         init = f'{body}__version__ = "{version}"\n'
         build_wheel(house, "speedlib", version, files={"speedlib/__init__.py": init})
-    build_wheel(house, "tqdmlike", "1.0", files={"tqdmlike/__init__.py": ""})
+    for name in ("tqdmlike", "otherlib"):
+        build_wheel(house, name, "1.0", files={f"{name}/__init__.py": ""})
     root = committed(base / "train", {"bench.py": BENCH})
     venv = make_venv(root / ".venv")
     uv_install(venv, house, "speedlib==1.0")
@@ -200,3 +213,49 @@ def test_pricing_options_without_bench_are_refused(here: Project) -> None:
     code, out, err = here.preflight("--runs", "3", install=("tqdmlike==1.0",))
     assert code == 2 and out == ""
     assert "--runs price an install: they need --bench" in err
+
+
+@pytest.mark.slow
+def test_run_refuses_an_install_that_costs_more_than_max_cost(here: Project) -> None:
+    journal = path_for(here.root / "lockfiles" / "train.envguard.toml")
+    before, logged = here.versions(), journal.read_text() if journal.exists() else ""
+    code, out, err = here.run("--max-cost", "5", install=("speedlib==2.0",))
+    assert code == 1, (out, err)
+    assert here.versions() == before and "speedlib==1.0" in before  # not installed
+    assert (journal.read_text() if journal.exists() else "") == logged  # nothing ran
+    text = " ".join((out + err).split())
+    assert "Refused: `uv pip install speedlib==2.0` was not run: its price is more than " in text
+    assert "--max-cost 5% allows" in text and "anyway: envguard run -- uv pip install" in text
+    assert "Costs: this install would cost 21.5 → 4.3 Ktok/s (-80%)" in text
+    code, out, err = here.run("--max-cost", "5", "--json", install=("speedlib==2.0",))
+    envelope = json.loads(out)
+    assert code == 1 and envelope["kind"] == "run" and envelope["exit_code"] == 1
+    assert envelope["result"]["refused"] is True and envelope["result"]["max_cost"] == 0.05
+    assert envelope["result"]["price"]["verdict"] == "cost" and here.versions() == before
+
+
+@pytest.mark.slow
+def test_run_installs_what_costs_less_and_says_its_price(here: Project) -> None:
+    try:
+        code, out, err = here.run("--max-cost", "5", "--json", install=("otherlib==1.0",))
+        assert code == 0, (out, err)
+        assert "otherlib==1.0" in here.versions()
+        result = json.loads(out)["result"]
+        assert result["price"]["verdict"] == "none" and result["exit_code"] == 0
+        assert path_for(here.root / "lockfiles" / "train.envguard.toml").is_file()  # journalled
+    finally:
+        python = str(here.venv / "bin" / "python")
+        subprocess.run([uv_bin(), "pip", "uninstall", "--python", python, "otherlib"],
+                       capture_output=True, check=True)  # fmt: skip
+
+
+def test_run_prices_only_installs(here: Project) -> None:
+    code, out, err = invoke("run", "--max-cost", "5", "--", "python", "-c", "pass", env=here.env)
+    assert code == 2 and out == ""
+    assert "--max-cost prices installs: " in err and len(err.strip().splitlines()) == 1
+
+
+def test_pricing_options_without_max_cost_are_refused(here: Project) -> None:
+    code, out, err = invoke("run", "--runs", "3", "--", "python", "-c", "pass", env=here.env)
+    assert code == 2 and out == ""
+    assert "--runs price an install: they need --max-cost" in err

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.results.diff import DiffDone
     from envguard.results.export import ExportDone
     from envguard.results.fleet import FleetDone
-    from envguard.results.journal import LogDone, RunDone
+    from envguard.results.journal import LogDone, RunDone, RunRefused
     from envguard.results.preflight import PreflightDone
     from envguard.results.protect import ProtectDone, UnprotectDone
     from envguard.results.restore import RestoreDone, RestorePlanned
@@ -79,6 +79,7 @@ class Human:
             "diff": self._diff,
             "preflight": self._preflight,
             "run": self._run,
+            "run refused": self._run_refused,
             "snapshot": self._snapshot,
             "fleet": self._fleet,
             "log": self._log,
@@ -233,6 +234,21 @@ class Human:
         if command:
             yield from wrap(f"{what}: {command}", self.p.width, 2, first="")
 
+    def _run_refused(self, r: RunRefused) -> Iterator[str]:
+        """The install not run: its price, above --max-cost."""
+        from envguard.bisect.moves import shell
+
+        lines = wrap(
+            f"Refused: `{_short(r.price.install)}` was not run: its price is more than "
+            f"--max-cost {r.max_cost:.0%} allows", self.p.width, 2, first="",
+        )  # fmt: skip
+        yield self.p.paint("Refused", "bold red") + lines[0][len("Refused") :]
+        yield from lines[1:]
+        yield from self.price(r.price)
+        if self.verbosity >= 0:
+            anyway = shell(("envguard", "run", "--", *r.price.install))
+            yield from wrap(f"to install it anyway: {anyway}", self.p.width, 2, first="")
+
     def _run(self, r: RunDone) -> Iterator[str]:
         e = r.recorded.entry
         lines = wrap(
@@ -243,6 +259,8 @@ class Human:
         yield self.p.paint("envguard", "bold") + lines[0][len("envguard") :]
         yield from lines[1:]
         if self.verbosity >= 0:
+            if r.price is not None:
+                yield from self.price(r.price)
             yield from self.changes(r.recorded.report.changes)
             yield from self._hint(
                 r.hint, "to move it out of the training venv (this venv becomes the tool, the "

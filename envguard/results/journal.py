@@ -9,6 +9,7 @@ from envguard.results import Result
 
 if TYPE_CHECKING:
     from envguard.journal import Entry
+    from envguard.price import Price
     from envguard.recording import Recorded
 
 
@@ -27,6 +28,7 @@ class RunDone(Result):
     kind: ClassVar[str] = "run"
     recorded: Recorded
     hint: str = ""  # when it changed the training set critically: how to split it out
+    price: Price | None = None  # --max-cost: what it was priced at, within the most
 
     @property
     def exit_code(self) -> int:
@@ -37,4 +39,27 @@ class RunDone(Result):
             "journal": str(self.recorded.journal_path),
             "hint": self.hint,
             **self.recorded.entry.to_dict(),
+            **({"price": self.price.to_dict()} if self.price is not None else {}),
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRefused(Result):
+    """``run --max-cost``: the install priced above the most it may cost, and not run."""
+
+    kind: ClassVar[str] = "run refused"
+    price: Price
+    max_cost: float  # the share given
+    venv: str
+
+    @property
+    def command_name(self) -> str:
+        return "run"
+
+    @property
+    def exit_code(self) -> int:
+        return 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"refused": True, "venv": self.venv, "max_cost": self.max_cost,
+                "price": self.price.to_dict()}  # fmt: skip
