@@ -226,3 +226,17 @@ def test_what_a_benchmark_does_with_git_stays_in_its_trial(here: Drifted) -> Non
     assert code == 0, err
     assert [c["subject"] for c in _result(out)["culprits"]] == ["speedlib"]
     assert state() == before
+
+
+@pytest.mark.parametrize(("direction", "said"), [("higher", "worse than"), ("", "other than")])
+def test_a_good_unlike_the_lock_is_worse_only_where_a_direction_says(
+    direction: str, said: str
+) -> None:
+    """Without a direction, a GOOD faster than the record is as unlike it as a slower one."""
+    from envguard.results.bisect import BisectDone
+
+    done = BisectDone(lock="l", venv="v", repo="", command=("python", "b.py"), metric="x (\\d)",
+                      direction=direction, unit="", runs=1, tolerance=0.25, good=30.0, bad=4.3,
+                      moves=(), trials=(), stop="unlike-lock")  # fmt: skip
+    assert f"measures {said} the lock recorded" in done.why()
+    assert done.to_dict()["why"] == done.why()

@@ -188,7 +188,14 @@ def test_wrap_keeps_a_date_with_its_time_and_a_size_with_its_unit(
 ) -> None:
     from envguard.output.layout import wrap
 
-    text = " ".join([*words, "set aside 2026-11-30 21:54:26,", *words, "3.9 kB", "(journal #3)"])
+    text = " ".join([*words, "set aside 2026-11-30 21:54:26,", *words, "3.9 kB", "(journal #3)",
+                     *words, "GOOD 540.3 Ksamples/s,", *words, "BAD 4.3 s/step"])  # fmt: skip
     lines = wrap(text, width, 2, first="")
-    for whole in ("2026-11-30 21:54:26", "3.9 kB", "(journal #3)"):
+    for whole in (
+        "2026-11-30 21:54:26",
+        "3.9 kB",
+        "(journal #3)",
+        "540.3 Ksamples/s",
+        "4.3 s/step",
+    ):
         assert any(whole in line for line in lines), (whole, lines)  # on one line, whole

@@ -720,10 +720,8 @@ class Human:
     def _bisect_verdict(self, r: BisectDone) -> Iterator[str]:
         took = f"{plural(len(r.trials), 'trial')}, {r.seconds:.1f} s"
         if r.stop:
-            from envguard.results.bisect import STOPS
-
             label, style = "No culprit", "bold yellow"
-            rest = f" after {took}: {STOPS.get(r.stop, r.stop)}"
+            rest = f" after {took}: {r.why() or r.stop}"
         else:
             label, style = ("Culprit" if len(r.culprits) == 1 else "Culprits"), "bold red"
             if len(r.culprits) == 1:

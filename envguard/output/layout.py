@@ -20,6 +20,8 @@ from envguard.redact import redact
 
 _NBSP = "\u00a0"
 _SIZE = re.compile(r"(\d) (B|kB|MB|GB|TB)\b")
+# a measure and its unit of rate (Ktok/s, samples/s, s/step): the benchmark's figures
+_RATE = re.compile(r"(\d) ([A-Za-z]{1,16}/[A-Za-z]{1,16})(?![\w/])")
 _COUNT = re.compile(r"(?<![\d.])(\d+) ([a-z]+)")
 _LINES = re.compile(r"(\+\d+) ([−-]\d+)")
 _WHEN = re.compile(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d)")  # a date and its time of day
@@ -48,6 +50,7 @@ def wrap(text: str, width: int, indent: int = INDENT, first: str | None = None) 
     text = _COUNT.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "8 distributions"
     text = _LINES.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "+1 −0"
     text = _WHEN.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "2026-11-30 21:54:26"
+    text = _RATE.sub(lambda m: m.group(1) + _NBSP + m.group(2), text)  # "21.5 Ktok/s"
     lines = textwrap.wrap(
         text,
         width=max(20, width),

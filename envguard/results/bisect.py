@@ -101,11 +101,18 @@ class BisectDone(Result):
             "together": None if not self.culprits else {"from": self.good, "to": self.together},
             "put_back": None if not self.put_back_verdict else
             {"value": self.put_back, "verdict": self.put_back_verdict},
-            "found": not self.stop, "stop": self.stop, "why": STOPS.get(self.stop, ""),
+            "found": not self.stop, "stop": self.stop, "why": self.why(),
             "suspects": [_move(m) for m in self.suspects] if self.stop else [],
             "notes": list(self.notes), "seconds": round(self.seconds, 3), "work": self.work or None,
             "recorded": self._recorded(),
         }  # fmt: skip
+
+    def why(self) -> str:
+        """Why the search stopped, as people read it ("" when it found culprits). Without a
+        direction, GOOD unlike the record is not "worse": either way is unlike it."""
+        if self.stop == "unlike-lock" and not self.direction:
+            return STOPS[self.stop].replace("measures worse than", "measures other than")
+        return STOPS.get(self.stop, "")
 
     def _recorded(self) -> dict[str, Any] | None:
         """The lock's benchmark GOOD was held to: its runs as ``noise`` gives GOOD's, its
