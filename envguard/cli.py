@@ -797,7 +797,7 @@ def run(
         lock, options = kw.pop("lock"), _price_options(kw)
         limit = None
         if max_cost is None:
-            _no_bench_options(lock, "--max-cost")
+            _no_bench_options("--max-cost")
         else:
             _interrupt_on_sigterm()
             status = _UI.human(sys.stderr)
@@ -880,7 +880,7 @@ def preflight(
         lock = kw.pop("lock")
         options = _price_options(kw)
         if not bench:
-            _no_bench_options(lock, "--bench")
+            _no_bench_options("--bench")
             _emit(command_mod.check(cfg, command, venv=venv), expand=expand)
             return
         _interrupt_on_sigterm()  # its copies are cleaned as a bisect's trials are
@@ -901,7 +901,7 @@ def _price_options(kw: dict[str, Any]) -> Any:
                    python=kw.pop("python"))  # fmt: skip
 
 
-def _no_bench_options(lock: Path | None, needs: str) -> None:
+def _no_bench_options(needs: str) -> None:
     """--lock, --runs and the index options say how to price an install: without ``needs``
     (--bench, --max-cost), they would say nothing, and are refused rather than ignored."""
     from envguard.errors import ArgumentError

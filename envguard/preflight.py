@@ -234,8 +234,14 @@ def dry_run(cmd: Command, venv: Path) -> list[Planned]:
     return _parse_pip(done.stdout)
 
 
+def installer_env() -> dict[str, str]:
+    """The environment an install envguard forecasts or runs gets: the user's, less what
+    would send it into another interpreter, prefix or target."""
+    return {k: v for k, v in os.environ.items() if k not in ELSEWHERE_ENV}
+
+
 def _checked(argv: Sequence[str]) -> _run.Completed:
-    env = {k: v for k, v in os.environ.items() if k not in ELSEWHERE_ENV}
+    env = installer_env()
     try:
         done = _run.run(argv, check=False, timeout=1800, env=env)
     except CommandError as exc:

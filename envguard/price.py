@@ -34,7 +34,6 @@ INSTALL = "install"  # the one move: the install, applied to the rebuild of the 
 COST, MOVES, GAIN, NONE, CANNOT_TELL, BREAKS = (
     "cost", "moves", "gain", "none", "cannot-tell", "breaks",
 )  # fmt: skip
-_SHOWN = 6  # packages named beside the price; the forecast above lists every one
 
 
 @dataclass(frozen=True, kw_only=True, order=True)
@@ -200,8 +199,7 @@ def _install(cmd: preflight.Command, venv: Path) -> None:
         if not preflight.has_pip(venv):
             raise trials.Unbuildable("the rebuilt venv has no pip for a pip install")
         argv = [python, "-m", "pip", "install", *cmd.args]
-    env = {k: v for k, v in os.environ.items() if k not in preflight.ELSEWHERE_ENV}
-    env = _run.activated({k: v for k, v in env.items() if k != "VIRTUAL_ENV"}, venv)
+    env = _run.activated(preflight.installer_env(), venv)
     try:
         done = _run.run(argv, check=False, timeout=3600, env=env)
     except CommandError as exc:
@@ -214,13 +212,9 @@ def _install(cmd: preflight.Command, venv: Path) -> None:
 def _moved(live: Snapshot, venv: Path) -> tuple[Moved, ...]:
     """What the install changed in ``venv``, as the CUDA build of torch reads (its
     version.py): the torch family first, then the key libraries, then the rest."""
-    from envguard.probes import distributions, torch
-    from envguard.probes.venv import locate
     from envguard.versions import same
 
-    site = locate(venv).site_packages
-    now = {d.name: torch.probe(site, d).version if d.name in catalog.BUILDS else d.version
-           for d in distributions.scan(site)[0]}  # fmt: skip
+    now = trials.built_versions(venv)
     was: Mapping[str, str] = live.versions()
     names = sorted(set(was) | set(now), key=lambda n: (_rank(n), n))
     return tuple(
@@ -232,8 +226,3 @@ def _moved(live: Snapshot, venv: Path) -> tuple[Moved, ...]:
 
 def _rank(name: str) -> int:
     return 0 if name in catalog.BUILDS else 1 if name in catalog.KEY_LIBRARIES else 2
-
-
-def headline(moved: tuple[Moved, ...]) -> tuple[tuple[Moved, ...], int]:
-    """The packages to name beside the price, and how many more moved."""
-    return moved[:_SHOWN], max(0, len(moved) - _SHOWN)

@@ -54,6 +54,18 @@ class Drifted:
                       env=env)  # fmt: skip
 
 
+def locked_with_bench(root: Path, env: dict[str, str | None]) -> None:
+    """The lock taken in ``root`` with its benchmark (``python bench.py``, 3 runs), and
+    committed, as the README advises."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        code, _, err = invoke("snapshot", "-q", "--bench", *METRIC, "--runs", "3",
+                              "--", "python", "bench.py", env=env)  # fmt: skip
+        assert code == 0, err
+    git(root, "add", "lockfiles")
+    git(root, "commit", "-q", "-m", "lock, with its benchmark")
+
+
 @pytest.fixture(scope="module")
 def drifted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drifted]:
     base = tmp_path_factory.mktemp("bisect-bench")
@@ -69,13 +81,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drifted]:
         "TRITON_CACHE_DIR": str(base / "triton"), "ENVGUARD_CACHE_DIR": str(base / "eg"),
         "CUDA_LAUNCH_BLOCKING": None, "NO_COLOR": "1", "COLUMNS": "80",
     }  # fmt: skip
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        code, _, err = invoke("snapshot", "-q", "--bench", *METRIC, "--runs", "3",
-                              "--", "python", "bench.py", env=env)  # fmt: skip
-        assert code == 0, err
-    git(root, "add", "lockfiles")
-    git(root, "commit", "-q", "-m", "lock, with its benchmark")
+    locked_with_bench(root, env)
     uv_install(venv, house, "speedlib==2.0")
     env["CUDA_LAUNCH_BLOCKING"] = "1"
     lock = root / "lockfiles" / "train.envguard.toml"

@@ -26,8 +26,9 @@ from envguard import lockfile
 from envguard.demo.repo import committed
 from envguard.demo.wheels import build_wheel
 from envguard.journal import path_for
-from tests.conftest import git, make_venv, uv_bin, uv_install
+from tests.conftest import make_venv, uv_bin, uv_install
 from tests.project import invoke
+from tests.test_bisect_bench import locked_with_bench
 
 BENCH = """\
 import itertools, os, pathlib, speedlib
@@ -39,7 +40,6 @@ if os.environ.get("BENCH_NOISE") == "wide":  # runs that spread over 18 in turn
     value = (12.0, 30.0, 21.0)[n % 3] - (1.0 if speedlib.__version__ == "2.0" else 0.0)
 print("throughput:", value)
 """
-METRIC = ("--metric", r"throughput: ([0-9.]+)", "--higher-is-better", "--unit", "Ktok/s")
 
 
 @dataclass
@@ -86,14 +86,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
         "TRITON_CACHE_DIR": str(base / "triton"), "ENVGUARD_CACHE_DIR": str(base / "eg"),
         "BENCH_NOISE": None, "BENCH_COUNT": str(base / "count"), "COLUMNS": "80",
     }  # fmt: skip
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        code, _, err = invoke("snapshot", "-q", "--bench", *METRIC, "--runs", "3",
-                              "--", "python", "bench.py", env=env)  # fmt: skip
-        assert code == 0, err
-        git(root, "add", "lockfiles")
-        git(root, "commit", "-q", "-m", "lock, with its benchmark")
-        yield Project(root=root, venv=venv, house=house, env=env)
+    locked_with_bench(root, env)
+    yield Project(root=root, venv=venv, house=house, env=env)
 
 
 @pytest.fixture

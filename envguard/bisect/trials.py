@@ -735,19 +735,26 @@ def _editable_in(pin: Pin, root: Path, tree: Path) -> Pin:
     return pin if rebased == path else dataclasses.replace(pin, requirement=f"-e {rebased}")
 
 
-def _check_built(lock: Snapshot, venv: Path) -> None:
-    """The venv holds the trial's versions (torch's as its version.py says): a trial is the
-    environment it is said to be, or it says nothing. Its distributions only, as snapshot
-    reads them: a whole snapshot probes the GPU for every trial."""
+def built_versions(venv: Path) -> dict[str, str]:
+    """Every distribution's version in ``venv``, torch-family ones as their version.py says
+    (2.11.0+cu130). Its distributions only, as snapshot reads them: a whole snapshot probes
+    the GPU for every trial."""
     from envguard.probes import distributions, torch
     from envguard.probes.venv import locate
-    from envguard.versions import same
 
     site = locate(venv).site_packages
-    built = {
+    return {
         d.name: torch.probe(site, d).version if d.name in catalog.BUILDS else d.version
         for d in distributions.scan(site)[0]
     }
+
+
+def _check_built(lock: Snapshot, venv: Path) -> None:
+    """The venv holds the trial's versions (torch's as its version.py says): a trial is the
+    environment it is said to be, or it says nothing."""
+    from envguard.versions import same
+
+    built = built_versions(venv)
     wrong = [f"{n} {built.get(n, 'absent')} for {v}" for n, v in lock.versions().items()
              if not same(built.get(n, ""), v)]  # fmt: skip
     if wrong:

@@ -208,16 +208,13 @@ class Human:
     def price(self, price: Price) -> Iterator[str]:
         """What the install would cost the lock's benchmark: the verdict and its figures,
         what moved, and how it was measured."""
-        from envguard.price import headline as price_headline
-
         label, style, rest = _price_said(price)
         lines = wrap(f"{label}: {rest}", self.p.width, 2, first="")
         yield self.p.paint(label, style) + lines[0][len(label) :]
         yield from lines[1:]
-        shown, more = price_headline(price.moved)
-        if shown:
-            names = [f"{m.name} {_moved(m)}" for m in shown] + ([f"{more} more"] if more else [])
-            yield from wrap(f"it moves {_and(names)}", self.p.width, 4, first="  ")
+        if price.moved:  # the ML stack first; the forecast above lists every package
+            names = listing([f"{m.name} {_moved(m)}" for m in price.moved])
+            yield from wrap(f"it moves {names}", self.p.width, 4, first="  ")
         if self.verbosity < 0:
             return
         from envguard.bisect.moves import shell
@@ -1011,10 +1008,6 @@ def _moved(m: Moved) -> str:
     if not m.new:
         return f"{m.old} (removed)"
     return f"{m.old} → {_short_new(m.old, m.new)}"
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _short(command: tuple[str, ...]) -> str:
