@@ -185,7 +185,7 @@ def test_each_culprit_is_found_exactly(
     ]  # fmt: skip
     assert {c["subject"] for c in result["culprits"]} == culprits
     assert len(result["trials"]) == trials  # the last, BAD with the culprits put back: good
-    assert result["put_back"] == {"value": 21.5, "verdict": "good"}
+    assert result["put_back"] == {"value": 21.5, "verdict": "good", "good_beside": None}
     # and nothing else said: no second cost, no file left in the user's cache, no ignored
     # file (the venv ignores itself, and is no data of the user's)
     (note,) = result["notes"]
@@ -382,7 +382,7 @@ exec {uv_bin()} "$@"
     refused, put_back = [t for t in result["trials"] if t["verdict"] == "unbuildable"]
     assert _applied(refused) == {"helper"} and refused["value"] is None
     assert "speedlib" not in _applied(put_back) and "helper" in _applied(put_back)
-    assert result["put_back"] == {"value": None, "verdict": "unbuildable"}
+    assert result["put_back"] == {"value": None, "verdict": "unbuildable", "good_beside": None}
     assert any(n.startswith("BAD with speedlib put back could not be measured (uv refuses")
                for n in result["notes"])  # fmt: skip
     assert "uv refuses these pins" in refused["failure"]

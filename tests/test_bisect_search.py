@@ -407,3 +407,102 @@ def test_a_put_back_that_ran_unsteadily_says_so_not_another_culprit() -> None:
     assert note.startswith("BAD with OMP_NUM_THREADS put back ran unsteadily (77.18, 141, "
                            "61.19 GFLOP/s)")  # fmt: skip
     assert "another drifted fact" not in note
+
+
+def _looked_again(
+    first: list[float], beside: tuple[list[float], list[float]]
+) -> tuple[Outcome[str], list[str]]:
+    """bisect of REAL, OMP_NUM_THREADS the culprit (143 GFLOP/s → 79.5), its put-back
+    reading ``first``; the second look's GOOD and put-back runs are ``beside``."""
+    asked: list[str] = []
+    rest = frozenset(REAL) - {"OMP_NUM_THREADS"}
+
+    def refs(g: frozenset[str], b: frozenset[str], told: Callable[..., bool]) -> tuple[
+        Measured, Measured
+    ]:  # fmt: skip
+        assert g == frozenset()
+        good, bad = ([143.0, 142.0, 144.0] * 2, [79.5, 79.0, 80.0] * 2) if b == frozenset(
+            REAL
+        ) else beside  # fmt: skip
+        asked.append("references" if b == frozenset(REAL) else "beside")
+        took: tuple[list[float], list[float]] = ([], [])
+        for i in range(6):
+            if i >= 3 and told(*took):
+                break
+            took[0].append(good[i])
+            took[1].append(bad[i])
+        return Measured(values=tuple(took[0])), Measured(values=tuple(took[1]))
+
+    def until(applied: frozenset[str], clear: Callable[..., bool]) -> Measured:
+        script = first if applied == rest else None
+        values: list[float] = []
+        for i in range(3):
+            if i >= 1 and clear(values):
+                break
+            slow = "OMP_NUM_THREADS" in applied
+            values.append(script[i] if script else 79.5 if slow else 143.0)
+        return Measured(values=tuple(values))
+
+    outcome = bisect(REAL, lambda a: until(a, lambda v: True), direction="higher",
+                     references=refs, until=until)  # fmt: skip
+    return outcome, asked
+
+
+def test_a_put_back_slowed_by_the_machine_is_read_again_beside_good() -> None:
+    """The fix, tried while a neighbour's build took a core: its three runs steady and a
+    third slower than GOOD's. Measured again beside GOOD, both at speed: good, and no
+    second culprit is claimed."""
+    outcome, asked = _looked_again([110.0, 112.0, 111.0], ([142.0] * 6, [141.0] * 6))
+    assert asked == ["references", "beside"]
+    tried = outcome.put_back()
+    assert tried is not None and tried.verdict == GOOD and tried.measured.values == (141.0,) * 3
+    assert outcome.again is not None and outcome.again.values == (142.0,) * 3
+
+
+def test_a_put_back_slowed_while_good_is_too_is_read_on_goods_new_runs() -> None:
+    """The whole machine slowed for the second look: GOOD's new runs at 100, the fix's at
+    99. On GOOD's first reading the fix would be partial; beside GOOD it is good, yet GOOD
+    fell from its own reading, so the answer is that the machine could not tell."""
+    outcome, _ = _looked_again([110.0, 112.0, 111.0], ([100.0] * 6, [99.0] * 6))
+    tried = outcome.put_back()
+    assert tried is not None and tried.verdict == UNSTEADY
+
+
+def test_a_second_culprit_stays_slow_beside_good() -> None:
+    """Another fact that costs the gap too is slow on both looks: bad, said."""
+    outcome, asked = _looked_again([80.0, 79.0, 80.5], ([143.0] * 6, [79.0] * 6))
+    assert asked == ["references", "beside"]
+    tried = outcome.put_back()
+    assert tried is not None and tried.verdict == BAD
+
+
+def test_a_good_put_back_is_not_measured_again() -> None:
+    outcome, asked = _looked_again([143.0, 142.5, 143.5], ([0.0] * 6, [0.0] * 6))
+    assert asked == ["references"] and outcome.again is None
+    tried = outcome.put_back()
+    assert tried is not None and tried.verdict == GOOD
+
+
+def test_a_put_back_beside_a_fallen_good_says_the_machine_was_busy() -> None:
+    import dataclasses
+
+    from envguard.bisect.moves import Move
+    from envguard.commands.bisect import _put_back_note
+    from envguard.results.bisect import BisectDone
+
+    omp = Move(kind="env", subject="OMP_NUM_THREADS", old="unset", new="1")
+    outcome, _ = _looked_again([110.0, 112.0, 111.0], ([100.0] * 6, [99.0] * 6))
+    tried = outcome.put_back()
+    assert tried is not None
+    done = BisectDone(
+        lock="l.toml", venv=".venv", repo=".", command=("python", "t.py"), metric="t ([0-9.]+)",
+        direction="higher", unit="GFLOP/s", runs=1, tolerance=0.25, good=143.0, bad=79.5,
+        moves=(), trials=(),
+    )  # fmt: skip
+    moved = dataclasses.replace(outcome, culprits=(omp,))
+    note = _put_back_note(done, moved, tried)  # type: ignore[arg-type]
+    assert note == (
+        "BAD with OMP_NUM_THREADS put back measures 99 GFLOP/s, but GOOD, measured again "
+        "beside it, measures 100 GFLOP/s, off its first 143: the machine was busy; bisect "
+        "again on a quiet one to be sure"
+    )

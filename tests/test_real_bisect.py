@@ -119,7 +119,7 @@ def test_the_thread_count_is_named_alone_among_harmless_drifts(
         pytest.skip("one core: the thread count costs nothing to find")
     monkeypatch.chdir(project.root)
     code, doc, err = project.bisect()
-    assert code == 0, err
+    assert code == 0, (err, doc.get("stop"), doc.get("notes"), doc.get("trials"))
     assert {m["subject"] for m in doc["moves"]} >= {
         "helper", "uncommitted patch", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
     }  # fmt: skip

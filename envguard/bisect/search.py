@@ -15,12 +15,14 @@ one culprit among 5 moves costs 5 or 6 trials; when no half is bad alone (two mo
 cost it only together) it cuts finer and tries complements, until removing any one move of
 the set leaves it good. Trials that say nothing are stepped around, never counted as bad.
 Last, BAD with the culprits put back is measured (one trial more, unless one already did):
-good when they are the whole regression, else another move costs it too.
+good when they are the whole regression, else another move costs it too, which is said only
+once a second look, its runs taken in turn with GOOD's, reads the same on GOOD's new runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -136,6 +138,7 @@ class Outcome(Generic[T]):
     suspects: tuple[T, ...] = ()  # where the culprits are, as far as the search got
     stop: str = ""
     scale: Scale | None = None
+    again: Measured | None = None  # GOOD's runs beside the put-back's second look, if any
 
     def put_back(self) -> Trial[T] | None:
         """BAD with the culprits put back (every other move applied): good when they are
@@ -175,6 +178,9 @@ class _Session(Generic[T]):
         self.done: dict[frozenset[T], Measured] = {}
         self.scale: Scale | None = None
         self.suspects: list[T] = []
+        # a set measured again beside GOOD is read on GOOD's new runs (``again``)
+        self.anchors: dict[frozenset[T], Callable[[Measured], str]] = {}
+        self.again: Measured | None = None
 
     def get(self, applied: frozenset[T]) -> Measured:
         if applied not in self.done:
@@ -201,14 +207,38 @@ class _Session(Generic[T]):
         assert self.scale is not None
         return self.scale.verdict(self.get(frozenset(applied))) == BAD
 
+    def confirm(self, fix: frozenset[T], together: References[T] | None) -> None:
+        """BAD with the culprits put back, measured; when it is not good, measured again
+        beside GOOD, their runs in turn, and read on GOOD's new runs: "another move costs
+        the gap too" is a claim, and a machine slowed for the few seconds of one trial (a
+        neighbour's build) must not make it. GOOD itself (one move, put back) is known."""
+        assert self.scale is not None
+        first = self.get(fix) if fix else Measured()
+        if first.value is None or self.scale.verdict(first) == GOOD or together is None:
+            return  # GOOD itself, good, or broken (a failure is no machine's noise)
+        scale = self.scale
+
+        def anchored(good: Sequence[float]) -> Scale:
+            return dataclasses.replace(scale, good=metric.median(good))
+
+        again, measured = together(frozenset(), fix, lambda g, f: anchored(g).clear(f))
+        if again.value is None or measured.value is None:
+            return  # GOOD broke this time: the first reading stands
+        self.done[fix], self.again = measured, again
+        # GOOD itself fallen from its own reading: the machine cannot answer now
+        fell = scale.verdict(again) != GOOD
+        self.anchors[fix] = (lambda _: UNSTEADY) if fell else anchored(again.values).verdict
+
     def outcome(self, stop: str = "", culprits: Sequence[T] = ()) -> Outcome[T]:
         trials = tuple(
             Trial(applied=s, measured=m, verdict=self.verdict(s, m)) for s, m in self.done.items()
         )
         return Outcome(trials=trials, culprits=tuple(culprits), suspects=tuple(self.suspects),
-                       stop=stop, scale=self.scale)  # fmt: skip
+                       stop=stop, scale=self.scale, again=self.again)  # fmt: skip
 
     def verdict(self, applied: frozenset[T], m: Measured) -> str:
+        if applied in self.anchors:
+            return self.anchors[applied](m)
         if self.scale is not None or m.value is None:
             return (self.scale or Scale(good=0, bad=1)).verdict(m)
         # no scale (GOOD or BAD said nothing, or they measure alike): each is itself
@@ -266,7 +296,7 @@ def bisect(
     # the fix, tried: BAD without the culprits is good unless another move costs it too (two
     # that each fail the command alone: ddmin finds the first)
     with contextlib.suppress(_Exhausted):
-        session.get(frozenset(moves) - frozenset(found))
+        session.confirm(frozenset(moves) - frozenset(found), references)
     return session.outcome(culprits=tuple(found))
 
 

@@ -102,8 +102,8 @@ class Event:
 @dataclass(frozen=True, kw_only=True)
 class Timing:
     index: int  # 1 is GOOD, 2 is BAD
-    seconds: float  # the whole trial
-    build_seconds: float  # its venv and code, before the first run
+    seconds: float = 0.0  # the whole trial
+    build_seconds: float = 0.0  # its venv and code, before the first run
     run_seconds: float = 0.0  # the command's runs themselves: the rest is envguard's
 
 
@@ -407,7 +407,9 @@ class Trials:
         folder = self.work.root / f"trial-{self._opened:02d}"
         folder.mkdir()
         ordered = tuple(m for m in self.moves if m in applied)
-        return _Trial(index=self._opened, applied=applied, ordered=ordered, folder=folder)
+        seen = self.timings.get(applied)  # measured again: the same trial, its number kept
+        index = seen.index if seen is not None else self._opened
+        return _Trial(index=index, applied=applied, ordered=ordered, folder=folder)
 
     def _build(self, t: _Trial) -> None:
         started = time.monotonic()
@@ -424,9 +426,13 @@ class Trials:
         if t.tree is not None:
             self.work.done(t.tree)
         self.work.discard(t.folder)
+        # a set measured again (a second look beside GOOD) is still one trial: its first
+        # index, its time summed
+        was = self.timings.get(t.applied, Timing(index=t.index))
         self.timings[t.applied] = Timing(
-            index=t.index, seconds=t.built + t.spent, build_seconds=t.built, run_seconds=t.ran
-        )
+            index=was.index, seconds=was.seconds + t.built + t.spent,
+            build_seconds=was.build_seconds + t.built, run_seconds=was.run_seconds + t.ran,
+        )  # fmt: skip
 
     # -- the venv --
 

@@ -212,6 +212,7 @@ def _ended(
         done, culprits=culprits, together=_value(outcome, frozenset(outcome.culprits)),
         put_back=tried.measured.value if tried is not None else None,
         put_back_verdict=tried.verdict if tried is not None else "", notes=notes,
+        put_back_good=outcome.again.value if outcome.again is not None else None,
     )  # fmt: skip
 
 
@@ -292,6 +293,14 @@ def _put_back_note(
     if tried.measured.value is None:
         return f"BAD with {names} put back could not be measured ({tried.measured.failure})"
     unit = f" {done.unit}" if done.unit else ""
+    again, scale = outcome.again, outcome.scale
+    if again is not None and scale is not None and scale.verdict(again) != search.GOOD:
+        return (
+            f"BAD with {names} put back measures {number(tried.measured.value or 0.0)}{unit}, "
+            f"but GOOD, measured again beside it, measures {number(again.value or 0.0)}{unit}, "
+            f"off its first {number(scale.good)}: the machine was busy; bisect again on a "
+            f"quiet one to be sure"
+        )
     if tried.verdict == search.UNSTEADY:
         runs = ", ".join(number(v) for v in tried.measured.values)
         return (

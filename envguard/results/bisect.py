@@ -71,6 +71,8 @@ class BisectDone(Result):
     together: float | None = None  # the culprits applied together
     put_back: float | None = None  # BAD with the culprits put back (None: not measured)
     put_back_verdict: str = ""  # good when the culprits are the whole regression
+    # GOOD measured again beside it, when its first reading was not good (a second look)
+    put_back_good: float | None = None
     stop: str = ""  # "" when culprits were found; else why not (STOPS)
     suspects: tuple[Move, ...] = ()  # where the culprits are, as far as the search got
     refusal: str = ""  # why the search could not start (no regression, GOOD broken...)
@@ -100,7 +102,8 @@ class BisectDone(Result):
             "culprits": [self._culprit(c) for c in self.culprits],
             "together": None if not self.culprits else {"from": self.good, "to": self.together},
             "put_back": None if not self.put_back_verdict else
-            {"value": self.put_back, "verdict": self.put_back_verdict},
+            {"value": self.put_back, "verdict": self.put_back_verdict,
+             "good_beside": self.put_back_good},
             "found": not self.stop, "stop": self.stop, "why": self.why(),
             "suspects": [_move(m) for m in self.suspects] if self.stop else [],
             "notes": list(self.notes), "seconds": round(self.seconds, 3), "work": self.work or None,
