@@ -338,6 +338,20 @@ def test_one_culprit_takes_a_logarithmic_number_of_trials(n: int, data: st.DataO
 REAL = ("helper", "uncommitted patch", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
 
 
+def in_turn(
+    good: list[float], bad: list[float], told: Callable[..., bool]
+) -> tuple[Measured, Measured]:
+    """Two sets' runs taken in turn from two lists, as trials.Trials.references takes them:
+    three each, then on to six while ``told`` says they do not answer."""
+    took: tuple[list[float], list[float]] = ([], [])
+    for i in range(6):
+        if i >= 3 and told(*took):
+            break
+        took[0].append(good[i])
+        took[1].append(bad[i])
+    return Measured(values=tuple(took[0])), Measured(values=tuple(took[1]))
+
+
 @pytest.mark.parametrize(
     "stalled",
     [
@@ -359,13 +373,7 @@ def test_runs_a_busy_machine_stalled_never_make_a_culprit(
     def refs(g: frozenset[str], b: frozenset[str], told: Callable[..., bool]) -> tuple[
         Measured, Measured
     ]:  # fmt: skip
-        took: tuple[list[float], list[float]] = ([], [])
-        for i in range(6):
-            if i >= 3 and told(*took):
-                break
-            took[0].append(good[i])
-            took[1].append(bad[i])
-        return Measured(values=tuple(took[0])), Measured(values=tuple(took[1]))
+        return in_turn(good, bad, told)
 
     def until(applied: frozenset[str], clear: Callable[..., bool]) -> Measured:
         script = stalled.get(applied)
@@ -425,13 +433,7 @@ def _looked_again(
             REAL
         ) else beside  # fmt: skip
         asked.append("references" if b == frozenset(REAL) else "beside")
-        took: tuple[list[float], list[float]] = ([], [])
-        for i in range(6):
-            if i >= 3 and told(*took):
-                break
-            took[0].append(good[i])
-            took[1].append(bad[i])
-        return Measured(values=tuple(took[0])), Measured(values=tuple(took[1]))
+        return in_turn(good, bad, told)
 
     def until(applied: frozenset[str], clear: Callable[..., bool]) -> Measured:
         script = first if applied == rest else None

@@ -88,6 +88,11 @@ class Scale:
         room = max(self.noise, self.tolerance * abs(self.bad - self.good))
         return max(kept) - min(kept) <= room
 
+    def fell(self, good: Measured) -> bool:
+        """GOOD, measured again, no longer reads good on its own first reading: the
+        machine is not the one the references saw, and cannot answer now."""
+        return self.verdict(good) != GOOD
+
     def _side(self, value: float) -> str:
         """Which verdict one run alone reads as."""
         return self.verdict(Measured(values=(value,)))
@@ -225,9 +230,9 @@ class _Session(Generic[T]):
         if again.value is None or measured.value is None:
             return  # GOOD broke this time: the first reading stands
         self.done[fix], self.again = measured, again
-        # GOOD itself fallen from its own reading: the machine cannot answer now
-        fell = scale.verdict(again) != GOOD
-        self.anchors[fix] = (lambda _: UNSTEADY) if fell else anchored(again.values).verdict
+        self.anchors[fix] = (
+            (lambda _: UNSTEADY) if scale.fell(again) else anchored(again.values).verdict
+        )
 
     def outcome(self, stop: str = "", culprits: Sequence[T] = ()) -> Outcome[T]:
         trials = tuple(

@@ -294,7 +294,7 @@ def _put_back_note(
         return f"BAD with {names} put back could not be measured ({tried.measured.failure})"
     unit = f" {done.unit}" if done.unit else ""
     again, scale = outcome.again, outcome.scale
-    if again is not None and scale is not None and scale.verdict(again) != search.GOOD:
+    if again is not None and scale is not None and scale.fell(again):
         return (
             f"BAD with {names} put back measures {number(tried.measured.value or 0.0)}{unit}, "
             f"but GOOD, measured again beside it, measures {number(again.value or 0.0)}{unit}, "
