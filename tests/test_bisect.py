@@ -798,3 +798,57 @@ def test_no_trial_folder_is_being_removed_while_a_trial_runs(
     seen = log.read_text().splitlines()
     assert len(seen) >= 3 and all(line == "" for line in seen), seen
     assert "CUDA_LAUNCH_BLOCKING" in out.split("\n")[0]  # and the culprit is still found
+
+
+EXT_BENCH = """\
+import os, pathlib
+ext = pathlib.Path(os.environ["TORCH_EXTENSIONS_DIR"])
+built = (ext / "fused" / "fused.so").is_file()  # as torch.utils.cpp_extension.load finds it
+if not built:  # building it anew, into the folder the variable names
+    (ext / "fused").mkdir(parents=True, exist_ok=True)
+    (ext / "fused" / "fused.so").write_text("built in a run")
+print("throughput:", 21.5 if built else 4.3)
+"""
+
+
+@pytest.mark.slow
+def test_a_custom_cache_a_variable_names_is_bisected_in_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's JIT-built extensions (``TORCH_EXTENSIONS_DIR``, a custom cache: ``snapshot
+    --cache-dir``) cleaned away, beside a harmless variable: bisect names the cache, as
+    Inductor's, each trial given its own copy through the variable; the user's folder stays
+    gone (every run built into a copy), and the fix allows the folder to restore --cache."""
+    house = tmp_path / "house"
+    build_wheel(house, "speedlib", "1.0")
+    ext = tmp_path / "scratch" / "ext"
+    (ext / "fused").mkdir(parents=True)
+    (ext / "fused" / "fused.so").write_text("the extension, built")
+    (tmp_path / "bench.py").write_text(EXT_BENCH)
+    venv = make_venv(tmp_path / ".venv")
+    uv_install(venv, house, "speedlib==1.0")
+    lock = tmp_path / "train.envguard.toml"
+    env: dict[str, str | None] = {
+        "VIRTUAL_ENV": str(venv), "TORCH_EXTENSIONS_DIR": str(ext), "NCCL_DEBUG": None,
+        "ENVGUARD_CACHE_DIR": str(tmp_path / "eg-cache"), "NO_COLOR": "1",
+    }  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    code, _, err = invoke("snapshot", "-q", "--cache-dir", str(ext), "--no-default-caches",
+                          "--save-cache", "-o", str(lock), env=env)  # fmt: skip
+    assert code == 0, err
+    shutil.rmtree(ext)  # "cleaned up"
+    env["NCCL_DEBUG"] = "INFO"
+    code, out, err = invoke("bisect", str(lock), "--find-links", str(house), "--offline",
+                            *METRIC, "--json", "--", "python", "bench.py", env=env)  # fmt: skip
+    assert code == 0, err
+    result = _json(out)
+    assert [m["subject"] for m in result["moves"]] == [f"cache {ext}", "NCCL_DEBUG"]
+    (culprit,) = result["culprits"]
+    assert culprit["subject"] == f"cache {ext}"
+    assert culprit["fix"] == f"envguard restore {lock} --cache --cache-dir {ext}"
+    assert (result["good"], result["bad"]) == (21.5, 4.3)
+    assert not ext.exists()  # no run built into the user's folder, and nothing to sweep
+    assert not any("your cache" in n for n in result["notes"])
+    code, _, err = invoke("restore", str(lock), "--cache", "--cache-dir", str(ext), env=env)
+    assert code == 0, err  # the fix as said puts it back
+    assert (ext / "fused" / "fused.so").read_text() == "the extension, built"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from envguard.bisect.moves import HEAD, PATCH, Move, derive, fix, trial_packages
-from envguard.model import ChangedFile, CodeState, UntrackedFile
+import pytest
+
+from envguard.bisect.moves import HEAD, PATCH, Move, cache_namers, derive, fix, trial_packages
+from envguard.model import ChangedFile, CodeState, CompileCache, UntrackedFile
 from tests.factories import base, dist, inductor, torch_build
 
 LATER = "2026-11-30T19:46:15Z"  # one install, a second apart
@@ -110,6 +112,67 @@ def test_a_cache_the_lock_did_not_save_is_no_move_and_is_said() -> None:
     derived = derive(base(), base(caches=(inductor(entries=0, size=0),)))
     assert derived.moves == ()
     assert any("--save-cache" in n for n in derived.notes)
+
+
+EXT = "/scratch/ext"  # torch's JIT-built extensions, a custom cache of the user's
+
+
+def _ext(files: int) -> CompileCache:
+    """Its files are none of Inductor's kinds of entry: it holds ``files``."""
+    return CompileCache(kind="custom", path=EXT, exists=files > 0, files=files,
+                        bytes=files * 1000, fingerprint=f"x{files}")  # fmt: skip
+
+
+def test_a_custom_cache_a_variable_names_is_a_move() -> None:
+    """TORCH_EXTENSIONS_DIR names the folder (so the lock recorded it so too): a trial points
+    it at its own copy, so the cache is a move like Inductor's, put back by restore --cache
+    with the folder allowed."""
+    good = base(caches=(_ext(3),), environ={"TORCH_EXTENSIONS_DIR": EXT})
+    bad = base(caches=(_ext(0),), environ={"TORCH_EXTENSIONS_DIR": EXT})
+    live = {"TORCH_EXTENSIONS_DIR": EXT + "/", "PWD": EXT, "HOME": "/home/u"}
+    derived = derive(good, bad, warm={f"custom:{EXT}"}, environ=live)
+    (move,) = derived.moves
+    assert (move.kind, move.subject, move.new) == ("caches", f"cache {EXT}", "gone")
+    assert derived.notes == ()
+    assert cache_namers(good, live) == {f"custom:{EXT}": ("TORCH_EXTENSIONS_DIR",)}
+    lock, venv = Path("/p/lockfiles/train.envguard.toml"), Path("/p/.venv")
+    assert fix(move, good, lock, venv) == (
+        ("envguard", "restore", str(lock), "--cache", "--cache-dir", EXT),
+    )
+
+
+@pytest.mark.parametrize(
+    ("recorded", "live", "why"),
+    [
+        ({}, {}, "no variable names that folder"),  # the code names it
+        ({"TORCH_EXTENSIONS_DIR": "/old"}, {"TORCH_EXTENSIONS_DIR": EXT},  # a move of its own
+         "no variable names that folder"),
+        ({}, {"TORCH_EXTENSIONS_DIR": EXT}, "the lock saved no copy"),  # named, not saved
+    ],
+)  # fmt: skip
+def test_a_custom_cache_no_trial_can_have_is_said_not_moved(
+    recorded: dict[str, str], live: dict[str, str], why: str
+) -> None:
+    good = base(caches=(_ext(3),), environ=recorded)
+    bad = base(caches=(_ext(0),), environ=recorded)
+    warm = set() if "saved" in why else {f"custom:{EXT}"}
+    derived = derive(good, bad, warm=warm, environ=live)
+    assert [m for m in derived.moves if m.kind == "caches"] == []
+    (note,) = [n for n in derived.notes if n.startswith(f"cache {EXT}")]
+    assert why in note
+
+
+def test_a_lock_naming_a_home_dot_folder_as_its_cache_names_no_variable(tmp_path: Path) -> None:
+    """A lock is anyone's: its custom cache at ~/.ssh, named by a variable of the user's, is
+    still never copied for a trial."""
+    ssh = str(Path.home() / ".ssh")
+    good = base(caches=(dataclasses.replace(_ext(3), path=ssh),))
+    assert cache_namers(good, {"KEYS": ssh}) == {}
+    bad = base(caches=(dataclasses.replace(_ext(0), path=ssh),))
+    derived = derive(good, bad, warm={f"custom:{ssh}"}, environ={"KEYS": ssh})
+    assert derived.moves == ()
+    (note,) = derived.notes
+    assert "no cache may be in that folder" in note and "every trial reads it as it is" in note
 
 
 def test_each_move_says_what_puts_just_it_back() -> None:

@@ -10,6 +10,7 @@ from envguard.drift import areas, packages
 from envguard.model import (
     ChangedFile,
     CodeState,
+    CompileCache,
     CudaLibrary,
     GpuInfo,
     GpuState,
@@ -118,6 +119,34 @@ def test_removed_packages() -> None:
     new = base(packages=base().packages[:2])
     c = _only(drift.compare(base(), new), "numpy")
     assert (c.old, c.new, c.severity) == ("2.3.0", "absent", "warning")
+
+
+def _ext(files: int, size: int, fp: str = "x1") -> CompileCache:
+    """A custom cache (``snapshot --cache-dir``): torch's JIT-built extensions, files none of
+    which is an Inductor or Triton entry."""
+    return CompileCache(kind="custom", path="/scratch/ext", exists=files > 0, files=files,
+                        bytes=size, entries=0, fingerprint=fp)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("now", "new", "severity", "why"),
+    [
+        (_ext(0, 0), "gone", "warning",
+         "cache /scratch/ext is gone: cold, what it held is built again when used"),
+        (_ext(3, 40_000_000, "x2"), "3 files / 40 MB", "warning",
+         "shrunk: what went is built again"),
+        (_ext(9, 130_000_000, "x3"), "9 files / 130 MB", "info",
+         "grew: written since the snapshot"),
+    ],
+)  # fmt: skip
+def test_a_custom_cache_is_read_by_its_files(
+    now: CompileCache, new: str, severity: str, why: str
+) -> None:
+    """Its files are what it holds: counted by Inductor's entries (none), the cache read
+    empty when full, and its going was never said."""
+    before = base(caches=(_ext(8, 120_000_000),))
+    c = _only(drift.compare(before, base(caches=(now,))), "cache /scratch/ext")
+    assert (c.old, c.new, c.severity, c.why) == ("8 files / 120 MB", new, severity, why)
 
 
 def test_cache_cold_shrunk_grown_and_incompatible() -> None:

@@ -9,7 +9,8 @@ moves: facts a trial applies to GOOD, or not. Pure: two snapshots in, moves out.
   libraries (transformers, sglang...) are always moves of their own, by name;
 - the code: the uncommitted patch (untracked files included) is one move, the commits
   since the lock's HEAD another;
-- each compile cache torch or Triton finds through a variable: warm (the lock's saved
+- each compile cache torch or Triton finds through a variable, and each custom cache whose
+  folder a variable names (``TORCH_EXTENSIONS_DIR=/scratch/ext``): warm (the lock's saved
   archive) or as it is now;
 - each training-relevant environment variable that differs.
 
@@ -24,7 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from envguard import catalog, grouping, variables
+from envguard import _fs, catalog, grouping, variables
+from envguard.drift.report import cache_label
 from envguard.model import CodeState, Distribution, Snapshot
 from envguard.record import Record
 from envguard.redact import REDACTED
@@ -36,7 +38,6 @@ HEAD = "git HEAD"
 # The cache a trial points torch and Triton at through these: which folder they name is the
 # cache's move, not a variable's.
 CACHE_VARS = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TRITON_HOME"})
-CACHE_SUBJECTS = {"inductor": "Inductor cache", "triton": "Triton cache"}
 # Installer settings: trials are built by envguard's uv, whatever these say.
 _INSTALLER = ("UV_", "PIP_")
 _FIX_NAMES = 8  # more packages than this: `envguard restore` says it shorter
@@ -66,16 +67,22 @@ class Derived:
 
 
 def derive(
-    good: Snapshot, bad: Snapshot, *, warm: Iterable[str] = (), trust_env: bool = False
+    good: Snapshot,
+    bad: Snapshot,
+    *,
+    warm: Iterable[str] = (),
+    trust_env: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> Derived:
-    """The moves from ``good`` to ``bad``; ``warm``: the cache kinds the lock's archive
-    holds, which a trial can have as GOOD had them; ``trust_env``: the lock's loader
-    variables may be set (``--trust-lock-env``)."""
+    """The moves from ``good`` to ``bad``; ``warm``: the caches the lock's archive holds
+    (by :func:`envguard.drift.caches.key`), which a trial can have as GOOD had them;
+    ``trust_env``: the lock's loader variables may be set (``--trust-lock-env``);
+    ``environ``: the live environment, whose variables may name a custom cache's folder."""
     notes: list[str] = []
     moves = [
         *package_moves(good, bad),
         *_code_moves(good.code, bad.code, notes),
-        *_cache_moves(good, bad, frozenset(warm), notes),
+        *_cache_moves(good, bad, frozenset(warm), notes, environ or {}),
         *_env_moves(good, bad, notes, trust=trust_env),
     ]
     notes += _unmovable(good, bad)
@@ -249,19 +256,33 @@ def patch_state(code: CodeState) -> str:
 
 
 def _cache_moves(
-    good: Snapshot, bad: Snapshot, warm: frozenset[str], notes: list[str]
+    good: Snapshot,
+    bad: Snapshot,
+    warm: frozenset[str],
+    notes: list[str],
+    environ: Mapping[str, str],
 ) -> list[Move]:
     from envguard.drift import caches
 
+    named = cache_namers(good, environ)
+    keys = {cache_label(c.kind, c.path): caches.key(c) for c in good.caches}
     by_subject: dict[str, Move] = {}
     for change in caches.changes(good, bad):
-        kind = next((k for k, s in CACHE_SUBJECTS.items() if s == change.subject), None)
-        if kind is None:  # a custom cache: its folder is fixed, no trial can have its own
+        key = keys[change.subject]
+        custom = key.startswith("custom:")
+        if custom and not _fs.is_cache_place(_fs.normal(Path(key.removeprefix("custom:")))):
             notes.append(
-                f"{change.subject}: {change.old} → {change.new}; its folder is the one the "
-                "code names, so every trial reads it as it is"
+                f"{change.subject}: {change.old} → {change.new}; no cache may be in that "
+                "folder (the system, a home or its own dot-folders, another's home), so no "
+                "trial has a copy of it: every trial reads it as it is"
             )
-        elif kind not in warm:
+        elif custom and not named.get(key):  # its folder is fixed: no trial can have its own
+            notes.append(
+                f"{change.subject}: {change.old} → {change.new}; no variable names that "
+                "folder, so every trial reads it as it is (name it by one, as "
+                "TORCH_EXTENSIONS_DIR names torch's, and each trial gets its own copy)"
+            )
+        elif key not in warm:
             notes.append(
                 f"{change.subject}: {change.old} → {change.new}, but the lock saved no copy "
                 "(envguard snapshot --save-cache): every trial has it as it is now"
@@ -273,14 +294,45 @@ def _cache_moves(
     return list(by_subject.values())
 
 
-def cache_kind(move: Move) -> str:
-    return next(k for k, s in CACHE_SUBJECTS.items() if s == move.subject)
+def cache_key(move: Move, good: Snapshot) -> str:
+    """The cache a caches move is of, as :func:`envguard.drift.caches.key` names it."""
+    from envguard.drift import caches
+
+    return next(caches.key(c) for c in good.caches
+                if cache_label(c.kind, c.path) == move.subject)  # fmt: skip
 
 
 def saved_caches(good: Snapshot) -> frozenset[str]:
-    """The cache kinds ``snapshot --save-cache`` archived with this lock: every one that
+    """The caches ``snapshot --save-cache`` archived with this lock, by key: every one that
     existed with files."""
-    return frozenset(c.kind for c in good.caches if c.exists and c.files and c.kind != "custom")
+    from envguard.drift import caches
+
+    return frozenset(caches.key(c) for c in good.caches if c.exists and c.files)
+
+
+# Never a cache's name, whatever their value: where the shell is, and the home folder.
+_NOT_NAMERS = frozenset({"PWD", "OLDPWD", "HOME"})
+
+
+def cache_namers(good: Snapshot, environ: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Each custom cache of the lock's → the variables of ``environ`` (the live one) whose
+    value is its folder and that the lock saw so too, or not at all: a trial points them at
+    its own copy of the cache, as it points TORCHINDUCTOR_CACHE_DIR at its Inductor cache's.
+    A variable that moved is a move of its own, and names no cache."""
+    customs = (c for c in good.caches if c.kind == "custom" and Path(c.path).is_absolute())
+    folders = {_fs.normal(Path(c.path)): f"custom:{c.path}" for c in customs}
+    folders = {p: k for p, k in folders.items() if _fs.is_cache_place(p)}  # never ~/.ssh
+    out: dict[str, list[str]] = {}
+    for name, value in sorted(environ.items()):
+        if name in _NOT_NAMERS or name in CACHE_VARS or not value.startswith(("/", "~")):
+            continue
+        folder = _fs.normal(Path(value).expanduser())
+        key = folders.get(folder)
+        was = good.environ.get(name, value)
+        if key is None or _fs.normal(Path(was).expanduser()) != folder:
+            continue
+        out.setdefault(key, []).append(name)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 # --- environment --------------------------------------------------------------------------------
@@ -350,7 +402,9 @@ def fix(move: Move, good: Snapshot, lock: Path, venv: Path) -> tuple[tuple[str, 
     if move.kind in ("libraries", "packages"):
         return _package_fix(move, good, venv) or (restore,)
     if move.kind == "caches":
-        return ((*restore, "--cache"),)
+        key = cache_key(move, good)
+        custom = key.removeprefix("custom:")
+        return ((*restore, "--cache", *(("--cache-dir", custom) if custom != key else ())),)
     if move.kind == "code":
         clean = good.code is not None and not dirty_files(good.code)
         if move.subject == PATCH and clean:

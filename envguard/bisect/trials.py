@@ -46,7 +46,15 @@ from envguard import _fs, _git, _run, catalog, variables
 from envguard import uv as uv_backend
 from envguard._confine import Root
 from envguard.bisect import metric
-from envguard.bisect.moves import CACHE_VARS, HEAD, PATCH, Move, cache_kind, trial_packages
+from envguard.bisect.moves import (
+    CACHE_VARS,
+    HEAD,
+    PATCH,
+    Move,
+    cache_key,
+    cache_namers,
+    trial_packages,
+)
 from envguard.bisect.search import REFERENCE_RUNS, Measured
 from envguard.errors import ArgumentError, BisectError, CommandError, ConfinementError
 from envguard.model import CodeState, GpuState, Snapshot
@@ -312,7 +320,8 @@ class Trials:
     ) -> None:
         self.sides, self.settings, self.work = sides, settings, work
         self.moves = tuple(moves)
-        self.warm = dict(warm or {})  # cache kind → GOOD's copy, unpacked from the archive
+        self.warm = dict(warm or {})  # cache key → GOOD's copy, unpacked from the archive
+        self.namers = cache_namers(sides.good, sides.environ)  # custom cache → its variables
         self.tell = on_event or (lambda event: None)
         self.timings: dict[frozenset[Move], Timing] = {}
         self._opened = 0  # trials opened so far: the next one's index is one more
@@ -329,11 +338,13 @@ class Trials:
         """Each cache folder of the user's (GOOD's and BAD's) → what the trials copy of it:
         GOOD's from the lock's archive, unpacked; BAD's from the folder itself (the live
         environment's own, not a lock's)."""
+        from envguard.drift.caches import key
+
         copies: dict[Path, list[Path]] = {}
         for c in self.sides.good.caches:
             # the lock names GOOD's folders: one that no cache may be in is never swept
-            if c.kind in self.warm and _fs.is_cache_place(_fs.normal(Path(c.path))):
-                copies.setdefault(Path(c.path), []).append(self.warm[c.kind])
+            if key(c) in self.warm and _fs.is_cache_place(_fs.normal(Path(c.path))):
+                copies.setdefault(Path(c.path), []).append(self.warm[key(c)])
         for c in self.sides.bad.caches:
             copies.setdefault(Path(c.path), []).append(Path(c.path))
         return copies
@@ -523,6 +534,7 @@ class Trials:
         for name in CACHE_VARS:  # the run's own copies, whatever the user's say
             env.pop(name, None)
         env.update(self._caches(applied, room))
+        env.update(self._customs(applied, room))
         if tree is not None and self.code is not None and env.get("PYTHONPATH"):
             env["PYTHONPATH"] = _rebased(env["PYTHONPATH"], self.code.root, tree)
         return _run.activated(env, venv)
@@ -564,8 +576,29 @@ class Trials:
         if note not in self.notes:
             self.notes.append(note)
 
-    def _move(self, kind: str) -> Move | None:
-        return next((m for m in self.moves if m.kind == "caches" and cache_kind(m) == kind), None)
+    def _customs(self, applied: frozenset[Move], room: Root) -> dict[str, str]:
+        """The variables that name a custom cache's folder, each pointed at the run's own
+        copy of it: GOOD's or the live one, as this trial has it. Only a cache that moved:
+        one that did not is the same in every trial, the user's own folder."""
+        out: dict[str, str] = {}
+        for i, m in enumerate(m for m in self.moves if m.kind == "caches"):
+            key = cache_key(m, self.sides.good)
+            if key not in self.namers:
+                continue
+            source = self._source(key, applied)
+            dest = room.folder(f"custom-{i}")
+            if source is not None and source.is_dir():
+                _, left = room.copy_tree(PurePosixPath(f"custom-{i}"), source)
+                if left:
+                    self._note_links(source, left)
+            out.update(dict.fromkeys(self.namers[key], str(dest)))
+        return out
+
+    def _move(self, key: str) -> Move | None:
+        return next(
+            (m for m in self.moves
+             if m.kind == "caches" and cache_key(m, self.sides.good) == key), None,
+        )  # fmt: skip
 
     def _side(self, kind: str, applied: frozenset[Move]) -> Mapping[str, str]:
         """The environment the cache of ``kind`` comes from: GOOD's when its move is not
@@ -579,7 +612,9 @@ class Trials:
         move = self._move(kind)
         if move is not None and move not in applied:
             return self.warm.get(kind)
-        live = next((c for c in self.sides.bad.caches if c.kind == kind and c.exists), None)
+        from envguard.drift.caches import key
+
+        live = next((c for c in self.sides.bad.caches if key(c) == kind and c.exists), None)
         return Path(live.path) if live is not None else None
 
 
@@ -960,10 +995,13 @@ def _ignored(repo: object, venv: Path, root: Path) -> list[str]:
 # --- GOOD's caches --------------------------------------------------------------------------
 
 
-def unpack_warm(lock_path: Path, good: Snapshot, into: Path) -> dict[str, Path]:
+def unpack_warm(
+    lock_path: Path, good: Snapshot, into: Path, environ: Mapping[str, str]
+) -> dict[str, Path]:
     """The lock's saved caches, unpacked once into the work folder, as the archive holds
-    them: every trial gets a copy. restore --cache checks that a cache fits the venv it goes
-    to; a trial's cache is what the venv finds, fitting or not, so nothing here asks."""
+    them (by :func:`envguard.drift.caches.key`): every trial gets a copy. restore --cache
+    checks that a cache fits the venv it goes to; a trial's cache is what the venv finds,
+    fitting or not, so nothing here asks."""
     from envguard.restore import cache_archive
 
     blind = dataclasses.replace(good, torch=None, torch_family=(), packages=(), gpu=GpuState())
@@ -971,5 +1009,11 @@ def unpack_warm(lock_path: Path, good: Snapshot, into: Path) -> dict[str, Path]:
         "TORCHINDUCTOR_CACHE_DIR": str(into / "inductor"),
         "TRITON_CACHE_DIR": str(into / "triton"),
     }
-    unpacked = cache_archive.restore(lock_path, good, blind, env)
-    return {u.kind: Path(u.path) for u in unpacked if u.kind in ("inductor", "triton")}
+    # a custom cache is unpacked only where a variable names its folder: no trial can
+    # have GOOD's copy of any other
+    named = cache_namers(good, environ)
+    customs = [c.path for c in good.caches if c.kind == "custom" and f"custom:{c.path}" in named]
+    into_custom = {path: into / f"custom-{i}" for i, path in enumerate(customs)}
+    unpacked = cache_archive.restore(lock_path, good, blind, env, custom_into=into_custom)
+    keys = {str(_fs.normal(d)): f"custom:{path}" for path, d in into_custom.items()}
+    return {keys.get(u.path, u.kind): Path(u.path) for u in unpacked}

@@ -142,20 +142,21 @@ def _moves(
     """The moves, and GOOD's caches unpacked for them (only when a cache is a move)."""
     from envguard.restore import cache_archive
 
-    good, bad = sides.good, sides.bad
+    good, bad, environ = sides.good, sides.bad, sides.environ
     saved = cache_archive.archive_path(sides.lock_path).is_file()
     derived = moves.derive(
-        good, bad, warm=moves.saved_caches(good) if saved else (), trust_env=trust_env
-    )
+        good, bad, warm=moves.saved_caches(good) if saved else (), trust_env=trust_env,
+        environ=environ,
+    )  # fmt: skip
     if not any(m.kind == "caches" for m in derived.moves):
         return derived, {}
     try:
-        warm = trials.unpack_warm(sides.lock_path, good, work.root / "warm")
+        warm = trials.unpack_warm(sides.lock_path, good, work.root / "warm", environ)
     except EnvguardError as exc:
-        derived = moves.derive(good, bad, trust_env=trust_env)
+        derived = moves.derive(good, bad, trust_env=trust_env, environ=environ)
         why = f"the lock's saved caches cannot be unpacked for the trials ({exc})"
         return dataclasses.replace(derived, notes=(*derived.notes, why)), {}
-    return moves.derive(good, bad, warm=warm, trust_env=trust_env), warm
+    return moves.derive(good, bad, warm=warm, trust_env=trust_env, environ=environ), warm
 
 
 def _value(outcome: search.Outcome[moves.Move], applied: frozenset[moves.Move]) -> float | None:

@@ -14,22 +14,41 @@ AREA = named("caches")
 
 
 def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
-    b_by_key = {_key(c): c for c in new.caches}
+    b_by_key = {key(c): c for c in new.caches}
     for a in old.caches:
-        b = b_by_key.get(_key(a))
+        b = b_by_key.get(key(a))
         if b is not None:
             yield from _cache(a, b)
 
 
-def _key(c: CompileCache) -> str:
+def key(c: CompileCache) -> str:
+    """One cache across two snapshots: torch's and Triton's by kind (wherever their folder
+    is), a custom one by its folder."""
     return c.kind if c.kind != "custom" else f"custom:{c.path}"
+
+
+def _held(c: CompileCache) -> int:
+    """What a cache holds: torch's and Triton's entries (compiled graphs, kernels), or a
+    custom cache's files, whose kinds envguard cannot know (JIT-built extensions, AOT
+    packages): counted by entries, one would read empty when full."""
+    return c.entries if c.kind != "custom" else c.files
 
 
 def _size(c: CompileCache) -> str:
     if not c.exists:
         return "absent"
-    entries = f"{c.entries} entr{'y' if c.entries == 1 else 'ies'}"
-    return f"{entries} / {human_bytes(c.bytes)}"
+    n = _held(c)
+    held = f"{n} entr{'y' if n == 1 else 'ies'}" if c.kind != "custom" else _files(n)
+    return f"{held} / {human_bytes(c.bytes)}"
+
+
+def _said(c: CompileCache, compiled: str, built: str) -> str:
+    """torch's and Triton's caches hold compiled graphs; a custom one, whatever its code built."""
+    return compiled if c.kind != "custom" else built
+
+
+def _files(n: int) -> str:
+    return f"{n} file{'' if n == 1 else 's'}"
 
 
 def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
@@ -41,7 +60,7 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
             new=b.path,
             why="the cache folder moved; entries under the old path are not used",
         )
-    if a.exists and a.entries > 0 and b.exists and b.entries == 0 and b.unreadable:
+    if a.exists and _held(a) > 0 and b.exists and _held(b) == 0 and b.unreadable:
         yield AREA.change(
             subject=label,
             old=_size(a),
@@ -50,28 +69,31 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
             "is unknown",
         )
         return
-    if a.exists and a.entries > 0 and (not b.exists or b.entries == 0):
+    if a.exists and _held(a) > 0 and (not b.exists or _held(b) == 0):
         state = "empty" if b.exists else "gone"
         yield AREA.change(
             subject=label,
             old=_size(a),
             new=state,
-            why=f"{label} is {state}: cold, the first steps will recompile",
+            why=f"{label} is {state}: cold, "
+            + _said(a, "the first steps will recompile", "what it held is built again when used"),
         )
         return
-    if b.entries and (b.entries < a.entries or b.bytes < a.bytes * 0.9):
+    if _held(b) and (_held(b) < _held(a) or b.bytes < a.bytes * 0.9):
         yield AREA.change(
             subject=label,
             old=_size(a),
             new=_size(b),
-            why="shrunk: the graphs whose entries went will recompile",
+            why="shrunk: "
+            + _said(a, "the graphs whose entries went will recompile", "what went is built again"),
         )
     elif a.fingerprint != b.fingerprint and b.exists:
-        grew = "grew" if b.entries > a.entries else "contents changed"
+        grew = "grew" if _held(b) > _held(a) else "contents changed"
         yield AREA.change(
             severity="info",
             subject=label,
             old=_size(a),
             new=_size(b),
-            why=f"{grew}: graphs compiled since the snapshot",
+            why=f"{grew}: "
+            + _said(a, "graphs compiled since the snapshot", "written since the snapshot"),
         )

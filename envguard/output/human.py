@@ -803,9 +803,13 @@ class Human:
                 f"`{shell(tuple(_p(a) if a.startswith('/') else a for a in argv))}`"
                 for argv in c.fix
             ]
+            lead = f"{pad}put it back: "
+            if any(len(lead + c) + 3 > self.p.width for c in commands):  # each below, whole
+                yield lead.rstrip()
+                lead = pad + "  "
             for i, command in enumerate(commands):
-                lead = f"{pad}put it back: " if i == 0 else pad + " " * len("put it back: ")
                 yield lead + command + (" &&" if i < len(commands) - 1 else "")
+                lead = " " * len(lead)
 
     def bisect_status(self, event: Event) -> str:
         """The status line of the trial that runs: what it applied, its values so far."""

@@ -27,7 +27,7 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,11 +114,14 @@ def restore(
     environ: dict[str, str] | None = None,
     *,
     allowed: Iterable[Path] = (),
+    custom_into: Mapping[str, Path] | None = None,
     dry_run: bool = False,
 ) -> list[Unpacked]:
     """Unpack the saved caches of ``lock`` where this environment's torch and Triton will
     look for them (or into the custom cache folders in ``allowed``), if (and only if) their
-    entries will be reused by ``live``. ``dry_run``: every check, nothing written."""
+    entries will be reused by ``live``. ``custom_into``: each custom cache's folder (as the
+    lock records it) → a folder of envguard's to unpack it into instead; given, the custom
+    caches it leaves out are not unpacked. ``dry_run``: every check, nothing written."""
     archive = archive_path(lock_path)
     if not archive.is_file():
         raise CacheArchiveError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
@@ -126,7 +129,7 @@ def restore(
     here = {k: normal(p) for k, p in default_paths(environ).items()}
     try:
         with _open(archive) as tar:
-            targets = _targets(tar, archive, lock, here, tuple(allowed))
+            targets = _targets(tar, archive, lock, here, tuple(allowed), custom_into)
             _check_compat(targets, live)
             plans = [_planned(t) for t in targets]
             _check_space(plans)
@@ -188,6 +191,7 @@ def _targets(
     lock: Snapshot,
     here: dict[str, Path],
     allowed: tuple[Path, ...],
+    custom_into: Mapping[str, Path] | None = None,
 ) -> list[_Target]:
     """Each saved cache, where it goes (decided here, not by the archive), and its members;
     any member that is not a plain file or folder inside a known cache refuses them all."""
@@ -197,10 +201,14 @@ def _targets(
         if folder not in by_folder:
             raise NotRestored(f"refusing {member.name!r}: not inside a cache the manifest lists")
         by_folder[folder].append((member, rel))
+    if custom_into is not None:  # envguard's own folders: the lock chooses none of them
+        entries = {f: c for f, c in entries.items()
+                   if c.kind != "custom" or c.path in custom_into}  # fmt: skip
     targets = [
         _Target(
-            folder=f, cache=c, dest=_destination(c, lock, here, allowed),
-            members=tuple(by_folder[f]),
+            folder=f, cache=c, members=tuple(by_folder[f]),
+            dest=normal(custom_into[c.path]) if custom_into is not None and c.kind == "custom"
+            else _destination(c, lock, here, allowed),
         )
         for f, c in entries.items()
     ]  # fmt: skip
