@@ -205,3 +205,13 @@ def _is_home_folder(path: Path, home: Path) -> bool:
         return top.startswith(".") and top not in _HOME_CACHES
     homes = home.parent  # /home: a folder of homes, unless the home is a top folder (/root)
     return homes != Path("/") and path.is_relative_to(homes)
+
+
+def missing_parents(root: Path) -> list[Path]:
+    """The folders above ``root`` that are not there, the nearest first."""
+    missing = []
+    for parent in root.parents:
+        if parent.exists() or parent.is_symlink():
+            break
+        missing.append(parent)
+    return missing

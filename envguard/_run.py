@@ -7,12 +7,14 @@ swap in (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,3 +187,23 @@ def _short(argv: Sequence[str]) -> str:
     """The command for an error line: no multi-line ``-c`` programs, no endless paths."""
     parts = [str(a).splitlines()[0] if str(a) else "''" for a in argv[:3]]
     return " ".join(p if len(p) <= 60 else p[:57] + "..." for p in parts)
+
+
+@contextlib.contextmanager
+def held_interrupts() -> Iterator[None]:
+    """A ^C (or SIGTERM) during the ``with`` body (the work folder cleaned, a folder of the
+    user's set aside or put back) waits until the body is done, then is raised."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old = {
+        s: signal.signal(s, lambda n, f: caught.append(n)) for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt

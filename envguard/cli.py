@@ -1034,6 +1034,15 @@ class _LockThenCommand(_CommandAfter):
               help="Stop after this many trials.")  # fmt: skip
 @click.option("--keep", type=_PATH, metavar="DIR", help="Build the trials in DIR and keep them.")
 @click.option(
+    "--cache-dir",
+    "cache_dirs",
+    type=_PATH,
+    multiple=True,
+    help="A custom cache folder the lock names that no variable does: each run sets it "
+    "aside and puts the trial's copy in its place (repeatable; also cache-dirs in "
+    "[tool.envguard]).",
+)
+@click.option(
     "--trust-lock-env", "trust_env", is_flag=True, help="Let trials set the lock's variables "
     "that load code (LD_PRELOAD, PYTHONPATH, a path or program): shown, unset without it.",
 )  # fmt: skip
@@ -1075,6 +1084,7 @@ def bisect(lock: Path | None, as_json: bool, **kw: Any) -> None:
             max_trials=kw.pop("max_trials"), keep=kw.pop("keep"), python=kw.pop("python"),
             overrides=_overrides(kw), trust_env=kw.pop("trust_env"),
             good_within=None if within is None else within / 100,
+            cache_dirs=tuple(kw.pop("cache_dirs")),
         )  # fmt: skip
         status = _UI.human(sys.stderr)
         with _UI.progress() as step:

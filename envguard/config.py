@@ -15,7 +15,7 @@ config are relative to the project's root.
     ignore = ["host"]                        # areas not to judge
     ignore-env = ["WANDB_*"]                 # variables not to judge (globs)
     ignore-paths = ["notebooks/*"]           # code paths not to judge (globs)
-    cache-dirs = ["/scratch/aot-cache"]      # custom caches restore --cache may fill
+    cache-dirs = ["/scratch/aot-cache"]      # custom caches restore --cache fills, bisect stands in
 
     [tool.envguard.tools]                    # tool venvs beside the training venv
     datagen = ["sglang==0.5.23"]

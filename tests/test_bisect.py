@@ -852,3 +852,60 @@ def test_a_custom_cache_a_variable_names_is_bisected_in_copies(
     code, _, err = invoke("restore", str(lock), "--cache", "--cache-dir", str(ext), env=env)
     assert code == 0, err  # the fix as said puts it back
     assert (ext / "fused" / "fused.so").read_text() == "the extension, built"
+
+
+FIXED_BENCH = """\
+import pathlib
+ext = pathlib.Path({folder!r})  # the code names it: no variable does
+built = (ext / "fused" / "fused.so").is_file()
+(ext / "fused").mkdir(parents=True, exist_ok=True)
+(ext / "fused" / "fused.so").write_text("built in a run")  # as a JIT build writes it back
+print("throughput:", 21.5 if built else 4.3)
+"""
+
+
+@pytest.mark.slow
+def test_a_custom_cache_only_the_code_names_is_stood_in_for_where_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A custom cache whose folder only the code names: without --cache-dir bisect says how
+    to let it in, and moves nothing; with it, each run sets the user's folder aside and puts
+    the trial's copy in its place, and the cache is named. The user's folder is byte for
+    byte as it was, though every run wrote into the folder it read."""
+    house = tmp_path / "house"
+    build_wheel(house, "speedlib", "1.0")
+    ext = tmp_path / "scratch" / "aot"
+    (ext / "fused").mkdir(parents=True)
+    (ext / "fused" / "fused.so").write_text("the extension, built")
+    (tmp_path / "bench.py").write_text(FIXED_BENCH.format(folder=str(ext)))
+    venv = make_venv(tmp_path / ".venv")
+    uv_install(venv, house, "speedlib==1.0")
+    lock = tmp_path / "train.envguard.toml"
+    env: dict[str, str | None] = {
+        "VIRTUAL_ENV": str(venv), "NCCL_DEBUG": None, "NO_COLOR": "1",
+        "ENVGUARD_CACHE_DIR": str(tmp_path / "eg-cache"),
+    }  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    code, _, err = invoke("snapshot", "-q", "--cache-dir", str(ext), "--no-default-caches",
+                          "--save-cache", "-o", str(lock), env=env)  # fmt: skip
+    assert code == 0, err
+    shutil.rmtree(ext / "fused")  # "cleaned up": the folder stays, with another file
+    (ext / "notes.txt").write_text("the user's own")
+    before = _tree(ext)
+    env["NCCL_DEBUG"] = "INFO"
+    args = ("bisect", str(lock), "--find-links", str(house), "--offline", *METRIC, "--json")
+    code, out, err = invoke(*args, "--", "python", "bench.py", env=env)
+    assert code == 1 or code == 2, (out, err)  # the cache is no move: no culprit
+    said = err if code == 2 else " ".join(_json(out)["notes"])
+    assert f"envguard bisect --cache-dir {ext}" in said
+    shutil.rmtree(ext / "fused")  # what those runs built there, reading it as it is
+    assert _tree(ext) == before
+    code, out, err = invoke(*args, "--cache-dir", str(ext), "--", "python", "bench.py", env=env)
+    assert code == 0, err
+    result = _json(out)
+    assert [m["subject"] for m in result["moves"]] == [f"cache {ext}", "NCCL_DEBUG"]
+    assert [c["subject"] for c in result["culprits"]] == [f"cache {ext}"]
+    assert (result["good"], result["bad"]) == (21.5, 4.3)
+    assert _tree(ext) == before  # every run's writes went with its copy
+    assert sorted(p.name for p in ext.parent.iterdir()) == ["aot"]  # nothing left beside it
+    assert not list((tmp_path / "eg-cache" / "bisect").glob("aside-*"))

@@ -73,16 +73,18 @@ def derive(
     warm: Iterable[str] = (),
     trust_env: bool = False,
     environ: Mapping[str, str] | None = None,
+    cache_dirs: Iterable[Path] = (),
 ) -> Derived:
     """The moves from ``good`` to ``bad``; ``warm``: the caches the lock's archive holds
     (by :func:`envguard.drift.caches.key`), which a trial can have as GOOD had them;
     ``trust_env``: the lock's loader variables may be set (``--trust-lock-env``);
-    ``environ``: the live environment, whose variables may name a custom cache's folder."""
+    ``environ``: the live environment, whose variables may name a custom cache's folder;
+    ``cache_dirs``: the custom cache folders a trial's copy may stand in for (``--cache-dir``)."""
     notes: list[str] = []
     moves = [
         *package_moves(good, bad),
         *_code_moves(good.code, bad.code, notes),
-        *_cache_moves(good, bad, frozenset(warm), notes, environ or {}),
+        *_cache_moves(good, bad, frozenset(warm), notes, environ or {}, cache_dirs),
         *_env_moves(good, bad, notes, trust=trust_env),
     ]
     notes += _unmovable(good, bad)
@@ -261,10 +263,12 @@ def _cache_moves(
     warm: frozenset[str],
     notes: list[str],
     environ: Mapping[str, str],
+    allowed: Iterable[Path],
 ) -> list[Move]:
     from envguard.drift import caches
 
     named = cache_namers(good, environ)
+    placed = in_place(good, environ, allowed)
     keys = {cache_label(c.kind, c.path): caches.key(c) for c in good.caches}
     by_subject: dict[str, Move] = {}
     for change in caches.changes(good, bad):
@@ -276,11 +280,13 @@ def _cache_moves(
                 "folder (the system, a home or its own dot-folders, another's home), so no "
                 "trial has a copy of it: every trial reads it as it is"
             )
-        elif custom and not named.get(key):  # its folder is fixed: no trial can have its own
+        elif custom and key not in named and key not in placed:  # its folder is the code's
+            folder = shlex.quote(key.removeprefix("custom:"))
             notes.append(
                 f"{change.subject}: {change.old} → {change.new}; no variable names that "
-                "folder, so every trial reads it as it is (name it by one, as "
-                "TORCH_EXTENSIONS_DIR names torch's, and each trial gets its own copy)"
+                "folder, so every trial reads it as it is: name it by one (as "
+                "TORCH_EXTENSIONS_DIR names torch's), or let each trial's copy stand in its "
+                f"place while it runs (envguard bisect --cache-dir {folder})"
             )
         elif key not in warm:
             notes.append(
@@ -333,6 +339,20 @@ def cache_namers(good: Snapshot, environ: Mapping[str, str]) -> dict[str, tuple[
             continue
         out.setdefault(key, []).append(name)
     return {k: tuple(v) for k, v in out.items()}
+
+
+def in_place(good: Snapshot, environ: Mapping[str, str], allowed: Iterable[Path]) -> frozenset[str]:
+    """The custom caches no variable names whose folder the user lets bisect stand a trial's
+    copy in (``--cache-dir``, ``cache-dirs``): while a run lasts, the user's folder is set
+    aside and the copy is in its place."""
+    named = cache_namers(good, environ)
+    folders = {_fs.normal(a.expanduser()) for a in allowed}
+    return frozenset(
+        f"custom:{c.path}" for c in good.caches
+        if c.kind == "custom" and Path(c.path).is_absolute()
+        and f"custom:{c.path}" not in named and _fs.normal(Path(c.path)) in folders
+        and _fs.is_cache_place(_fs.normal(Path(c.path)))
+    )  # fmt: skip
 
 
 # --- environment --------------------------------------------------------------------------------

@@ -32,12 +32,11 @@ import os
 import queue
 import re
 import shutil
-import signal
 import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -45,7 +44,7 @@ from types import TracebackType
 from envguard import _fs, _git, _run, catalog, variables
 from envguard import uv as uv_backend
 from envguard._confine import Root
-from envguard.bisect import metric
+from envguard.bisect import metric, standin
 from envguard.bisect.moves import (
     CACHE_VARS,
     HEAD,
@@ -53,6 +52,7 @@ from envguard.bisect.moves import (
     Move,
     cache_key,
     cache_namers,
+    in_place,
     trial_packages,
 )
 from envguard.bisect.search import REFERENCE_RUNS, Measured
@@ -94,6 +94,7 @@ class Settings:
     timeout: float = 3600.0
     overrides: Overrides = dataclasses.field(default_factory=Overrides)
     python: str | None = None  # the interpreter to build with (restore's --python)
+    cache_dirs: tuple[Path, ...] = ()  # custom cache folders a trial's copy may stand in
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,23 +148,24 @@ class Workspace:
         self._sweeper: threading.Thread | None = None
 
     def __enter__(self) -> Workspace:
+        base = _fs.user_cache_dir() / "bisect"
+        base.mkdir(parents=True, exist_ok=True)
+        standin.collect(base, _alive)  # a killed bisect's set-aside folders, put back first
         if self.keep is not None:
             if self.keep.exists() and (not self.keep.is_dir() or any(self.keep.iterdir())):
                 raise ArgumentError(f"--keep {self.keep}: not an empty folder")
             self.keep.mkdir(parents=True, exist_ok=True)
             self.root = self.keep.absolute()
         else:
-            base = _fs.user_cache_dir() / "bisect"
-            base.mkdir(parents=True, exist_ok=True)
             _collect(base)
             self.root = Path(tempfile.mkdtemp(prefix="run-", dir=base))
-            (self.root / _OWNER).write_text(f"{os.getpid()} {_started(os.getpid())}\n")
+            (self.root / _OWNER).write_text(owner() + "\n")
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        with _held_interrupts():
+        with _run.held_interrupts():
             for tree in reversed(self._copies):
                 self._remove(tree)
             if self._sweeper is not None:
@@ -265,8 +267,7 @@ def _collect(base: Path) -> None:
     started when it says) is another bisect's, and stays."""
     for folder in base.glob("run-*"):
         try:
-            pid, _, started = (folder / _OWNER).read_text().partition(" ")
-            alive = _started(int(pid)) == started.strip() != ""
+            alive = _alive((folder / _OWNER).read_text())
         except (OSError, ValueError):  # being made (a second ago), or gone meanwhile
             try:
                 alive = time.time() - folder.stat().st_mtime < 60
@@ -276,23 +277,16 @@ def _collect(base: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _held_interrupts() -> Iterator[None]:
-    """A second ^C (or SIGTERM) while the work folder is cleaned waits until it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    old = {
-        s: signal.signal(s, lambda n, f: caught.append(n)) for s in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-    if caught:
-        raise KeyboardInterrupt
+def owner() -> str:
+    """This bisect, as its work folder and journal name it: its pid and start time."""
+    return f"{os.getpid()} {_started(os.getpid())}"
+
+
+def _alive(said: str) -> bool:
+    """Whether the bisect an :func:`owner` line names still runs (its pid alive, started
+    when it says); ValueError: not such a line."""
+    pid, _, started = said.partition(" ")
+    return _started(int(pid)) == started.strip() != ""
 
 
 def _git_run(repo: Path, *args: str, check: bool = True) -> _run.Completed:
@@ -322,6 +316,9 @@ class Trials:
         self.moves = tuple(moves)
         self.warm = dict(warm or {})  # cache key → GOOD's copy, unpacked from the archive
         self.namers = cache_namers(sides.good, sides.environ)  # custom cache → its variables
+        self.placed = in_place(sides.good, sides.environ, settings.cache_dirs)  # stood in
+        journals = _fs.user_cache_dir() / "bisect"
+        self.stand_ins = standin.StandIns(standin.journal_for(journals), owner(), str(os.getpid()))
         self.tell = on_event or (lambda event: None)
         self.timings: dict[frozenset[Move], Timing] = {}
         self._opened = 0  # trials opened so far: the next one's index is one more
@@ -495,15 +492,18 @@ class Trials:
         command = self.settings.command
         if t.tree is not None and self.code is not None:
             command = _command_in(command, self.code.root, t.tree)
-        started = time.monotonic()
         place.mkdir(parents=True, exist_ok=True)
         try:
-            done = _run.run_group(command, timeout=self.settings.timeout,
-                                  env=env, cwd=cwd, output=place / "output")  # fmt: skip
+            with self.stand_ins.standing(self._places(t.applied)):
+                started = time.monotonic()
+                try:
+                    done = _run.run_group(command, timeout=self.settings.timeout,
+                                          env=env, cwd=cwd, output=place / "output")  # fmt: skip
+                finally:
+                    t.ran += time.monotonic() - started
         except CommandError as exc:  # not found, or past --timeout
             return metric.Run(value=None, why=str(exc))
         finally:
-            t.ran += time.monotonic() - started
             self.untouched.sweep()
         output = place / "output"
         self.work.scrub(output.with_suffix(".stdout"), output.with_suffix(".stderr"))
@@ -594,6 +594,16 @@ class Trials:
             out.update(dict.fromkeys(self.namers[key], str(dest)))
         return out
 
+    def _places(self, applied: frozenset[Move]) -> list[standin.Place]:
+        """The custom caches a trial's copy stands in for while it runs (``--cache-dir``):
+        only one that moved, as :meth:`_customs`."""
+        keys = (cache_key(m, self.sides.good) for m in self.moves if m.kind == "caches")
+        return [
+            standin.Place(folder=Path(key.removeprefix("custom:")),
+                          source=self._source(key, applied))
+            for key in keys if key in self.placed
+        ]  # fmt: skip
+
     def _move(self, key: str) -> Move | None:
         return next(
             (m for m in self.moves
@@ -651,7 +661,7 @@ class Untouched:
             self.named[root] = {_folder(rel) for listed in listings if listed for rel in listed[0]}
         # the folders above a cache that is gone, up to the first that is there: torch makes
         # them when it writes the cache back (a deleted /x/cache with its /x/cache/inductor)
-        self.made = {root: _missing_parents(root) for root in self.before}
+        self.made = {root: _fs.missing_parents(root) for root in self.before}
         self.removed = dict.fromkeys(self.before, 0)  # files removed, all runs together
         self.others = dict.fromkeys(self.before, 0)  # new files left (the most after a run)
         self.changed = dict.fromkeys(self.before, 0)  # files changed (the most in one run)
@@ -697,16 +707,6 @@ _BESIDE_KERNEL = ".best_config"
 
 def _folder(rel: str) -> str:
     return rel.rpartition("/")[0]
-
-
-def _missing_parents(root: Path) -> list[Path]:
-    """The folders above ``root`` that are not there, the nearest first."""
-    missing = []
-    for parent in root.parents:
-        if parent.exists() or parent.is_symlink():
-            break
-        missing.append(parent)
-    return missing
 
 
 # a folder's files (relative path → size and mtime) and its folders, or None: not there
@@ -996,7 +996,11 @@ def _ignored(repo: object, venv: Path, root: Path) -> list[str]:
 
 
 def unpack_warm(
-    lock_path: Path, good: Snapshot, into: Path, environ: Mapping[str, str]
+    lock_path: Path,
+    good: Snapshot,
+    into: Path,
+    environ: Mapping[str, str],
+    cache_dirs: Iterable[Path] = (),
 ) -> dict[str, Path]:
     """The lock's saved caches, unpacked once into the work folder, as the archive holds
     them (by :func:`envguard.drift.caches.key`): every trial gets a copy. restore --cache
@@ -1009,10 +1013,10 @@ def unpack_warm(
         "TORCHINDUCTOR_CACHE_DIR": str(into / "inductor"),
         "TRITON_CACHE_DIR": str(into / "triton"),
     }
-    # a custom cache is unpacked only where a variable names its folder: no trial can
-    # have GOOD's copy of any other
-    named = cache_namers(good, environ)
-    customs = [c.path for c in good.caches if c.kind == "custom" and f"custom:{c.path}" in named]
+    # a custom cache is unpacked only where a variable names its folder or the user lets a
+    # copy stand in it: no trial can have GOOD's copy of any other
+    movable = {*cache_namers(good, environ), *in_place(good, environ, cache_dirs)}
+    customs = [c.path for c in good.caches if c.kind == "custom" and f"custom:{c.path}" in movable]
     into_custom = {path: into / f"custom-{i}" for i, path in enumerate(customs)}
     unpacked = cache_archive.restore(lock_path, good, blind, env, custom_into=into_custom)
     keys = {str(_fs.normal(d)): f"custom:{path}" for path, d in into_custom.items()}

@@ -41,6 +41,7 @@ class Options:
     overrides: Overrides = field(default_factory=Overrides)
     trust_env: bool = False  # --trust-lock-env: the lock's loader variables may be set
     good_within: float | None = None  # --good-within, a share; None: the record's own noise
+    cache_dirs: tuple[Path, ...] = ()  # --cache-dir: custom caches a trial's copy stands in
 
 
 def bisect(
@@ -66,10 +67,12 @@ def bisect(
                          environ=dict(os.environ), cwd=cwd)  # fmt: skip
     settings = trials.Settings(command=options.command, metric=pattern, runs=options.runs,
                                timeout=options.timeout, overrides=options.overrides,
-                               python=options.python)  # fmt: skip
+                               python=options.python,
+                               cache_dirs=(*options.cache_dirs, *cfg.cache_dirs))  # fmt: skip
     started = time.monotonic()
     with trials.Workspace(options.keep) as work:
-        derived, warm = _moves(sides, work, trust_env=options.trust_env)
+        derived, warm = _moves(sides, work, trust_env=options.trust_env,
+                               cache_dirs=settings.cache_dirs)  # fmt: skip
         if not derived.moves:
             why = f" ({'; '.join(derived.notes)})" if derived.notes else ""
             raise BisectError(f"nothing to bisect: no fact a trial can move differs{why}")
@@ -137,7 +140,7 @@ def _unheld(bench: Benchmark | None, recorded: Benchmark | None) -> tuple[str, .
 
 
 def _moves(
-    sides: trials.Sides, work: trials.Workspace, *, trust_env: bool
+    sides: trials.Sides, work: trials.Workspace, *, trust_env: bool, cache_dirs: tuple[Path, ...]
 ) -> tuple[moves.Derived, dict[str, Path]]:
     """The moves, and GOOD's caches unpacked for them (only when a cache is a move)."""
     from envguard.restore import cache_archive
@@ -146,17 +149,20 @@ def _moves(
     saved = cache_archive.archive_path(sides.lock_path).is_file()
     derived = moves.derive(
         good, bad, warm=moves.saved_caches(good) if saved else (), trust_env=trust_env,
-        environ=environ,
+        environ=environ, cache_dirs=cache_dirs,
     )  # fmt: skip
     if not any(m.kind == "caches" for m in derived.moves):
         return derived, {}
     try:
-        warm = trials.unpack_warm(sides.lock_path, good, work.root / "warm", environ)
+        warm = trials.unpack_warm(sides.lock_path, good, work.root / "warm", environ, cache_dirs)
     except EnvguardError as exc:
-        derived = moves.derive(good, bad, trust_env=trust_env, environ=environ)
+        derived = moves.derive(good, bad, trust_env=trust_env, environ=environ,
+                               cache_dirs=cache_dirs)  # fmt: skip
         why = f"the lock's saved caches cannot be unpacked for the trials ({exc})"
         return dataclasses.replace(derived, notes=(*derived.notes, why)), {}
-    return moves.derive(good, bad, warm=warm, trust_env=trust_env, environ=environ), warm
+    derived = moves.derive(good, bad, warm=warm, trust_env=trust_env, environ=environ,
+                           cache_dirs=cache_dirs)  # fmt: skip
+    return derived, warm
 
 
 def _value(outcome: search.Outcome[moves.Move], applied: frozenset[moves.Move]) -> float | None:

@@ -806,7 +806,7 @@ class Human:
             lead = f"{pad}put it back: "
             if any(len(lead + c) + 3 > self.p.width for c in commands):  # each below, whole
                 yield lead.rstrip()
-                lead = pad + "  "
+                lead = pad
             for i, command in enumerate(commands):
                 yield lead + command + (" &&" if i < len(commands) - 1 else "")
                 lead = " " * len(lead)
