@@ -92,6 +92,129 @@ ENV_NAMES = frozenset(
         "CUBLAS_WORKSPACE_CONFIG",
     }
 )  # fmt: skip
+# Each variable a rule of its own: (severity, what it does to a training step), from the
+# library's own documentation (NVIDIA's cuBLAS/cuDNN and NCCL environment pages, torch's
+# torch.compiler and CUDA semantics notes, Inductor's config.py, OpenMP's spec). A variable
+# not named here is judged by its family alone, and says so (ENV_FAMILIES).
+ENV_RULES: dict[str, tuple[str, str]] = {
+    # precision and launch: several times a step's time
+    "NVIDIA_TF32_OVERRIDE": ("critical", "set to 0, cuBLAS and cuDNN refuse TF32 whatever "
+                             "torch allows: fp32 matmuls and convolutions run several times "
+                             "slower"),
+    "CUDA_LAUNCH_BLOCKING": ("critical", "every kernel launch waits for the GPU to finish: no "
+                             "overlap of CPU and GPU work (a debugging switch)"),
+    "TORCH_COMPILE_DISABLE": ("critical", "torch.compile returns the model as it is: no "
+                              "compiled kernels, eager speed"),
+    "TORCHDYNAMO_DISABLE": ("critical", "TorchDynamo captures nothing: torch.compile runs "
+                            "eagerly"),
+    "TORCHINDUCTOR_FORCE_DISABLE_CACHES": ("critical", "Inductor reads no cache: every graph "
+                                           "compiles again at start"),
+    "CUDA_VISIBLE_DEVICES": ("warning", "which GPUs the job sees, and in what order"),
+    "CUDA_DEVICE_MAX_CONNECTIONS": ("warning", "how many hardware queues run kernels at once; "
+                                    "1 orders communication behind compute (Megatron sets it)"),
+    "CUDA_MODULE_LOADING": ("warning", "EAGER loads every kernel at start: more memory and a "
+                            "slower start"),
+    "CUBLAS_WORKSPACE_CONFIG": ("warning", "cuBLAS workspace sizes, set for deterministic "
+                                "matmuls"),
+    "PYTORCH_CUDA_ALLOC_CONF": ("warning", "the CUDA caching allocator (the old name of "
+                                "PYTORCH_ALLOC_CONF): fragmentation, peak memory"),
+    "PYTORCH_ALLOC_CONF": ("warning", "the CUDA caching allocator: fragmentation, peak "
+                           "memory, expandable segments"),
+    "PYTORCH_NO_CUDA_MEMORY_CACHING": ("critical", "every CUDA allocation goes to the driver: "
+                                       "no caching allocator, far slower steps"),
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": ("warning", "1 forces TF32 in cuBLAS matmuls whatever "
+                                         "set_float32_matmul_precision says: other numerics"),
+    "TORCHINDUCTOR_MAX_AUTOTUNE": ("warning", "Inductor autotunes matmul and convolution "
+                                   "kernels: other kernels, longer compiles"),
+    "TORCHINDUCTOR_CACHE_DIR": ("warning", "where torch.compile caches its kernels: another "
+                                "folder is a cold cache"),
+    "TRITON_CACHE_DIR": ("warning", "where Triton caches its kernels: another folder is a "
+                         "cold cache"),
+    "TORCH_DISTRIBUTED_DEBUG": ("warning", "DETAIL checks every collective's arguments: "
+                                "slower steps"),
+    "TORCH_NCCL_BLOCKING_WAIT": ("warning", "collectives wait on the host: a hang becomes an "
+                                 "error, and steps slow"),
+    # NCCL: what runs against what only logs
+    "NCCL_ALGO": ("warning", "which collective algorithms NCCL may use (Ring, Tree...): can "
+                  "slow multi-GPU steps"),
+    "NCCL_PROTO": ("warning", "which protocols NCCL may use (LL, LL128, Simple): can slow "
+                   "multi-GPU steps"),
+    "NCCL_P2P_DISABLE": ("warning", "no peer-to-peer transfers between GPUs: collectives go "
+                         "through host memory"),
+    "NCCL_IB_DISABLE": ("warning", "no InfiniBand: collectives across nodes go over sockets"),
+    "NCCL_SOCKET_IFNAME": ("warning", "which network interface NCCL's sockets use"),
+    "NCCL_DEBUG": ("info", "NCCL's logging only: collectives run the same"),
+    "NCCL_DEBUG_SUBSYS": ("info", "which parts of NCCL log: collectives run the same"),
+    "NCCL_DEBUG_FILE": ("info", "where NCCL's log goes: collectives run the same"),
+    "TORCH_LOGS": ("info", "what torch logs: a step computes the same"),
+    "TORCH_SHOW_CPP_STACKTRACES": ("info", "how errors print: a step computes the same"),
+    # CPU threads
+    "OMP_NUM_THREADS": ("warning", "OpenMP threads per process for torch's CPU ops: too few "
+                        "starves them, too many oversubscribe the cores"),
+    "MKL_NUM_THREADS": ("warning", "MKL's threads for CPU math"),
+    "TOKENIZERS_PARALLELISM": ("info", "whether tokenizers use threads, and its fork warning"),
+    # where things load from
+    "HF_HUB_OFFLINE": ("info", "whether the Hub is asked: a step computes the same"),
+    "HF_TOKEN": ("info", "the Hub's credentials: a step computes the same"),
+    "PYTHONHASHSEED": ("warning", "string hashing, and so set and dict orders that feed "
+                       "data"),
+    "PYTHONPATH": ("warning", "which code is imported"),
+    "PYTHONHOME": ("warning", "which interpreter's standard library is used"),
+    "LD_LIBRARY_PATH": ("warning", "which shared libraries load, CUDA's included"),
+    "LD_PRELOAD": ("warning", "a library loaded into every process before all others"),
+}  # fmt: skip
+# A variable with no rule of its own: its family, said as such ("envguard has no rule for
+# this NVIDIA_ variable (NVIDIA's drivers and libraries)"), never another variable's reason.
+ENV_FAMILIES = (
+    ("NCCL_", "NCCL, the GPUs' collectives"),
+    ("TORCHINDUCTOR_", "TorchInductor, torch.compile's kernels and caches"),
+    ("TORCHDYNAMO_", "TorchDynamo, what torch.compile captures"),
+    ("TRITON_", "Triton's compiler and caches"),
+    ("CUDA_", "the CUDA runtime"),
+    ("CUDNN_", "cuDNN"),
+    ("CUBLAS_", "cuBLAS"),
+    ("PYTORCH_", "torch's runtime"),
+    ("TORCH_", "torch's runtime"),
+    ("NVTE_", "Transformer Engine"),
+    ("NVIDIA_", "NVIDIA's drivers and libraries"),
+    ("XLA_", "XLA"),
+    ("LD_", "the dynamic loader"),
+    ("OMP_", "OpenMP's CPU threads"),
+    ("MKL_", "MKL's CPU math"),
+    ("KMP_", "Intel OpenMP's threads"),
+    ("OPENBLAS_", "OpenBLAS's CPU math"),
+    ("HF_", "the Hugging Face Hub"),
+    ("HUGGINGFACE_", "the Hugging Face Hub"),
+    ("TRANSFORMERS_", "transformers"),
+    ("TOKENIZERS_", "tokenizers"),
+    ("ACCELERATE_", "accelerate's training loop"),
+    ("DEEPSPEED_", "DeepSpeed"),
+    ("VLLM_", "vLLM"),
+    ("SGLANG_", "SGLang"),
+    ("FLASHINFER_", "FlashInfer's kernels"),
+)
+# Captured, but they do not change the computation of a step.
+ENV_NOT_THE_JOB = (
+    ("UV_", "installer setting; does not change a running job"),
+    ("PIP_", "installer setting; does not change a running job"),
+    ("WANDB_", "experiment tracking; does not change a step's computation"),
+)
+
+
+def env_rule(name: str) -> tuple[str, str]:
+    """A variable's severity ("" for its area's) and why its change matters: its own rule,
+    else its family's, said as such."""
+    if name in ENV_RULES:
+        return ENV_RULES[name]
+    quiet = next((why for prefix, why in ENV_NOT_THE_JOB if name.startswith(prefix)), "")
+    if quiet:
+        return "info", quiet
+    for prefix, family in ENV_FAMILIES:
+        if name.startswith(prefix):
+            return "", f"envguard has no rule for this {prefix} variable ({family})"
+    return "", "envguard has no rule for this variable"
+
+
 # Never captured, never compared: per-process noise, what activating a venv sets, and what
 # launchers set on every rank (topology differs on every run without changing a step).
 ENV_IGNORED = frozenset(

@@ -197,11 +197,12 @@ def test_code_changes() -> None:
 
 def test_env_vars_and_host() -> None:
     new = base(
-        environ={"NCCL_DEBUG": "INFO", "UV_INDEX_URL": "https://x"},
+        environ={"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Tree", "UV_INDEX_URL": "https://x"},
         host=dataclasses.replace(base().host, hostname="gpu-02"),
     )
     report = drift.compare(base(), new)
-    assert _only(report, "NCCL_DEBUG").severity == "warning"
+    assert _only(report, "NCCL_ALGO").severity == "warning"
+    assert _only(report, "NCCL_DEBUG").severity == "info"  # it only logs
     assert _only(report, "UV_INDEX_URL").severity == "info"
     assert _only(report, "hostname").severity == "info"
 
@@ -220,11 +221,11 @@ def test_gpu_and_driver() -> None:
 def test_ordering_and_fail_on() -> None:
     new = base(
         torch=torch_build("2.11.0+cu130", "13.0"),
-        environ={},
+        environ={"NCCL_DEBUG": "WARN", "NCCL_ALGO": "Ring"},
         host=dataclasses.replace(base().host, hostname="gpu-02"),
     )
     report = drift.compare(base(), new)
-    # torch; the cache built for cu128 no longer fits; NCCL_DEBUG unset; the host
+    # torch; the cache built for cu128 no longer fits; NCCL_ALGO set; the host
     assert [(c.severity, c.area) for c in report.changes] == [
         ("critical", "torch"),
         ("warning", "caches"),
@@ -268,7 +269,7 @@ def _everywhere() -> tuple[Snapshot, Snapshot]:
         key_libraries={**old.key_libraries, "transformers": "5.8.1"},
         packages=(*old.packages, dist("rich", "15.0.0")),
         inherited=(dist("six", "1.17.0"),),
-        environ={"NCCL_DEBUG": "INFO"},
+        environ={"NCCL_DEBUG": "WARN", "NCCL_ALGO": "Tree"},
         host=dataclasses.replace(old.host, hostname="gpu-02"),
     )
     return old, new

@@ -363,6 +363,25 @@ def test_a_training_variable_set_by_the_user(project: Project) -> None:
     assert v.found() == {("warning", "env", "NCCL_ALGO")}
 
 
+def test_tf32_refused_by_the_libraries_is_critical_for_what_it_does(project: Project) -> None:
+    """NVIDIA_TF32_OVERRIDE=0 cut fp32 training steps 5.4x on an H100 (#32): critical, with
+    its own reason, never its prefix's ("which GPUs and driver features a container sees");
+    guard() stops at its default fail-on."""
+    project.snapshot()
+    v = project.verdict(env={"NVIDIA_TF32_OVERRIDE": "0"}, fail_on="critical")
+    assert v.found() == {("critical", "env", "NVIDIA_TF32_OVERRIDE")}
+    assert "TF32" in v.one("NVIDIA_TF32_OVERRIDE")["why"] and v.guard_stopped
+
+
+def test_nccl_logging_is_info_and_stops_nothing(project: Project) -> None:
+    """NCCL_DEBUG only logs: below warning, where NCCL_ALGO (what runs) is a warning."""
+    project.snapshot()
+    v = project.verdict(env={"NCCL_DEBUG": "INFO"})
+    assert v.found() == set() and v.exit_code == 0
+    assert v.one("NCCL_DEBUG")["severity"] == "info"
+    assert "logging only" in v.one("NCCL_DEBUG")["why"]
+
+
 def test_one_package_added_and_one_removed(project: Project) -> None:
     project.install("plainpkg==2.4")
     project.snapshot()
@@ -538,7 +557,8 @@ def _no_launcher(monkeypatch) -> None:
     for name in list(os.environ):
         if name.startswith(("SLURM_", "TORCHELASTIC_", "OMPI_", "PMI_", "PMIX_")):
             monkeypatch.delenv(name)
-    for name in ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "NCCL_ALGO", "CUDA_MODULE_LOADING"):
+    for name in ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "NCCL_ALGO", "CUDA_MODULE_LOADING",
+                 "NVIDIA_TF32_OVERRIDE", "NCCL_DEBUG"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
 
 
