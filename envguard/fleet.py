@@ -27,7 +27,7 @@ _PARALLEL_FROM = 200
 
 @dataclass(frozen=True, kw_only=True)
 class NodeChange(Record):
-    """A change that counts, as diff has it, less what a thousand nodes cannot carry (code
+    """A change of a node, as diff has it, less what a thousand nodes cannot carry (code
     patches, whole journal commands). A group's ``old`` and ``new`` are "": its members say."""
 
     severity: str
@@ -56,7 +56,7 @@ class Node(Record):
     facts: dict[str, str]
     differs: tuple[FactChange, ...] = ()  # the facts the node's verdict counts moved
     fails: bool = False  # drift at the fail_on threshold, as diff would say
-    changes: tuple[NodeChange, ...] = ()  # every one that counts; the screen shows 8
+    changes: tuple[NodeChange, ...] = ()  # every one, at every severity; the screen shows 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,9 +141,9 @@ def _load(path: Path) -> Loaded | str:
     lock, cfg = _LOCK[0]
     snap = snapshot.stored_against(lock, snap)
     report = cfg.judged(drift.compare(lock, snap))
-    counted = [c for c in report.changes if c.counts_at(cfg.fail_on)]
-    areas = frozenset(c.area for c in counted)
-    return snap.host.hostname, facts(snap), areas, tuple(map(_node_change, counted))
+    # the verdict is the threshold's; what the node holds is every change, as diff --json has
+    areas = frozenset(c.area for c in report.changes if c.counts_at(cfg.fail_on))
+    return snap.host.hostname, facts(snap), areas, tuple(map(_node_change, report.changes))
 
 
 def _node_change(c: drift.Change) -> NodeChange:

@@ -112,7 +112,8 @@ def test_a_node_verdict_is_the_diff_verdict(tmp_path: Path) -> None:
     lockfile.write(node, _node("h1", packages=packages))
     report = fleet.compare(lockfile.read(lock), [node])
     assert report.drifted() and report.nodes[0].differs == ()
-    ((numpy),) = report.nodes[0].changes
+    # every change is carried (the host's name, info, too); numpy alone counts
+    ((numpy),) = [c for c in report.nodes[0].changes if c.severity != "info"]
     assert (numpy.severity, numpy.subject, numpy.old, numpy.new) == (
         "warning", "numpy", "2.3.0", "2.4.0",
     )  # fmt: skip
@@ -213,7 +214,8 @@ def test_json_carries_every_change_with_its_members_structured(tmp_path: Path) -
     lock, node = _drifted_node(tmp_path)
     code, out, _ = invoke("fleet", str(lock), str(node), "--json")
     (n,) = json.loads(out)["result"]["nodes"]
-    assert code == 1 and len(n["changes"]) == 13
+    assert code == 1 and len(n["changes"]) == 14  # and the node's own hostname, info
+    assert [c["subject"] for c in n["changes"] if c["severity"] == "info"] == ["hostname"]
     assert set(n["changes"][0]) >= {"severity", "area", "subject", "old", "new", "why", "members"}
     (group,) = [c for c in n["changes"] if c["members"]]
     assert group["subject"] == "8 packages"
@@ -239,11 +241,14 @@ def test_the_screen_shows_eight_changes_and_says_what_it_left_out(
         assert code == 1 and all(len(line) <= width for line in out.splitlines()), out
         rows = [line for line in out.splitlines() if line.lstrip().startswith("warning ")]
         assert len(rows) == 8, out
-        assert "and 5 more: envguard fleet --json lists all (-v shows them)" in out
+        said = " ".join(out.split())  # wrapped at 80
+        assert (
+            "and 5 more, 1 below warning: envguard fleet --json lists all (-v shows them)" in said
+        )
         assert " →" not in "".join(r for r in rows if "packages" in r)  # no empty values
     code, out = _fleet(str(lock), str(node), "-v")
     assert len([line for line in out.splitlines() if "warning " in line]) == 13
-    assert "more" not in out
+    assert "info hostname: gpu-01 → h1" in out and "more" not in out
     group = next(line for line in out.splitlines() if "8 packages" in line)
     assert "→" not in group and "together" in group, group
 
@@ -260,3 +265,22 @@ def test_one_host_in_two_files_is_named_by_each_file(tmp_path: Path) -> None:
     assert sorted(heads) == [
         ["drift", "vm", "(rank0)"], ["drift", "vm", "(rank1)"], ["ok", "vm", "(rank2)"],
     ], out  # fmt: skip
+
+
+def test_json_lists_every_change_whatever_the_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fail-on critical (a job's own threshold): the node does not drift, its 12 packages
+    installed one by one and the install of 8 are still in its JSON, and the screen says
+    what it left out below the threshold (#32)."""
+    monkeypatch.chdir(tmp_path)
+    lock, node = _drifted_node(tmp_path)
+    env = {"ENVGUARD_FAIL_ON": "critical", "COLUMNS": "80"}
+    code, out, err = invoke("fleet", str(lock), str(node), "--json", "--all", env=env)
+    assert code == 0, err
+    (n,) = json.loads(out)["result"]["nodes"]
+    assert not n["fails"] and len(n["changes"]) == 14  # with the hostname, info
+    assert {c["subject"] for c in n["changes"]} >= {f"tool{i:02d}" for i in range(12)}
+    code, out, err = invoke("fleet", str(lock), str(node), "--all", env=env)
+    assert code == 0 and "warning " not in out, out
+    assert "and 14 below critical: envguard fleet --json lists all (-v shows them)" in out

@@ -47,9 +47,15 @@ class Change(Record):
 
     def counts_at(self, fail_on: str) -> bool:
         """Whether this change is drift at the ``fail_on`` threshold."""
-        if fail_on == "any":
-            return True
-        return SEVERITIES.index(self.severity) <= SEVERITIES.index(fail_on)
+        return counts_at(self.severity, fail_on)
+
+
+def counts_at(severity: str, fail_on: str) -> bool:
+    """Whether a change of ``severity`` is drift at the ``fail_on`` threshold: the one rule,
+    for a change and for what a fleet's node carries of one."""
+    if fail_on == "any":
+        return True
+    return SEVERITIES.index(severity) <= SEVERITIES.index(fail_on)
 
 
 @dataclass(frozen=True, kw_only=True)

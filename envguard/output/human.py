@@ -326,7 +326,7 @@ class Human:
                                 subject_width=width)  # fmt: skip
             for fact in facts[1:]:
                 yield from wrap(fact, self.p.width, INDENT + width + 2)
-            yield from self._node_changes(node.changes)
+            yield from self._node_changes(node.changes, r.fail_on)
         if agreeing:
             verb = "matches" if agreeing == 1 else "match"
             yield f"{plural(agreeing, 'node')} {verb} the lock (--all lists them)"
@@ -340,15 +340,22 @@ class Human:
             )
         yield from self._accept(r.accept, "on a drifted node: ")
 
-    def _node_changes(self, changes: tuple[NodeChange, ...]) -> Iterator[str]:
-        """Eight a node, every one with -v; --json has them all, each with its members."""
-        shown = changes if self.verbosity > 0 else changes[:_NODE_CHANGES]
+    def _node_changes(self, changes: tuple[NodeChange, ...], fail_on: str) -> Iterator[str]:
+        """Eight a node of those at ``fail_on``, every one with -v; --json has them all, at
+        every severity, each with its members."""
+        from envguard.drift.report import counts_at
+
+        counted = [c for c in changes if counts_at(c.severity, fail_on)]
+        shown = list(changes) if self.verbosity > 0 else counted[:_NODE_CHANGES]
         for c in shown:
             yield from wrap(change_line(c), self.p.width)
-        if len(changes) > len(shown):
-            left = f"and {len(changes) - len(shown)} more: envguard fleet --json lists all"
-            for line in wrap(f"{left} (-v shows them)", self.p.width):
-                yield self.p.paint(line, "dim")
+        more, below = len(counted) - len(shown), len(changes) - len(counted)
+        if self.verbosity > 0 or not (more > 0 or below):
+            return
+        parts = [f"{more} more" if more > 0 else "", f"{below} below {fail_on}" if below else ""]
+        left = f"and {', '.join(p for p in parts if p)}: envguard fleet --json lists all"
+        for line in wrap(f"{left} (-v shows them)", self.p.width):
+            yield self.p.paint(line, "dim")
 
     # --- log, export, protect, backups --------------------------------------------------------
 
