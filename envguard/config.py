@@ -16,6 +16,7 @@ config are relative to the project's root.
     ignore-env = ["WANDB_*"]                 # variables not to judge (globs)
     ignore-paths = ["notebooks/*"]           # code paths not to judge (globs)
     cache-dirs = ["/scratch/aot-cache"]      # custom caches restore --cache fills, bisect stands in
+    fail-on-code = true                      # guard() stops for an edit of the code too
 
     [tool.envguard.tools]                    # tool venvs beside the training venv
     datagen = ["sglang==0.5.23"]
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 _KEYS = {
     "venv", "lockfiles", "lock", "fail-on", "only", "ignore", "ignore-env", "ignore-paths",
-    "tools", "cache-dirs",
+    "tools", "cache-dirs", "fail-on-code",
 }  # fmt: skip
 
 
@@ -59,6 +60,7 @@ class Config:
     ignore_paths: tuple[str, ...] = ()
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cache_dirs: tuple[Path, ...] = ()  # custom caches a lockfile may name for restore --cache
+    fail_on_code: bool = False  # guard() stops for an edit of the training code too
 
     def judging(self) -> Config:
         """This config, if it leaves an area to judge: judging none would say "No drift"
@@ -167,6 +169,7 @@ def _from_table(root: Path, source: str, t: dict[str, Any]) -> Config:
         ignore_paths=_names(t.get("ignore-paths", []), None, f"{where}.ignore-paths"),
         tools=_tools(t.get("tools", {}), f"{where}.tools"),
         cache_dirs=_paths(root, t.get("cache-dirs", []), f"{where}.cache-dirs"),
+        fail_on_code=_flag(t.get("fail-on-code", False), f"{where}.fail-on-code"),
     )
 
 
@@ -205,6 +208,12 @@ def _path(root: Path, value: object, where: str) -> Path | None:
 
 def _paths(root: Path, value: object, where: str) -> tuple[Path, ...]:
     return tuple(p for p in (_path(root, v, where) for v in _names(value, None, where)) if p)
+
+
+def _flag(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    return value
 
 
 def _choice(value: object, choices: tuple[str, ...], where: str) -> str:

@@ -42,6 +42,7 @@ def guard(
     only: Sequence[str] | None = None,
     ignore: Sequence[str] | None = None,
     track: bool = False,
+    fail_on_code: bool | None = None,
 ) -> drift.DriftReport:
     """Raise :class:`DriftError` if this process's environment drifted; return the report.
 
@@ -53,6 +54,11 @@ def guard(
     ``only``/``ignore``: areas to judge (python, torch, cuda, gpu, code, caches, libraries,
     packages, env, host), as ``diff --only/--ignore`` takes them; by default the project's
     ``[tool.envguard]`` settings, as diff applies them (ignored variables and paths too).
+    ``fail_on_code``: whether a change of the code (an uncommitted edit, a new commit) stops
+    the run too; by default the project's ``fail-on-code``, else no: what makes a run not
+    the known-good one is what the venv, CUDA, the GPU, the caches and the variables hold,
+    and an edit of the training script is the loop a run is part of. Such a change is then
+    said once, on stderr, and the run goes on.
     """
     cfg = config.load()
     cfg = dataclasses.replace(
@@ -77,7 +83,8 @@ def guard(
         lock_path=None if isinstance(lock, Snapshot) else Path(lock),
     )
     report = cfg.judged(drift.compare(locked, live))
-    mine = _summary(report, live, fail_on)
+    code_stops = cfg.fail_on_code if fail_on_code is None else fail_on_code
+    mine = _summary(report, live, fail_on, code_stops=code_stops)
     everyone = _gather(mine) if ranks else [mine]
     failing = [r for r in everyone if r["fails"]]
     if track and mine["rank"] == 0:  # one record per job, whatever the world size
@@ -85,6 +92,8 @@ def guard(
 
         lock_path = None if isinstance(lock, Snapshot) else Path(lock)
         tracking.record(lock_path, locked, report, "drift" if failing else "clean")
+    if mine["code"] and mine["rank"] == 0:  # once a job, as guard is called at its start
+        print(_code_note(mine["code"]), file=sys.stderr, flush=True)
     if failing:
         message = _message(failing, everyone, locked)
         if ranks and mine["rank"] == 0:
@@ -103,8 +112,12 @@ def _areas(given: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(a.strip() for a in items if a.strip())
 
 
-def _summary(report: drift.DriftReport, live: Snapshot, fail_on: str) -> dict[str, Any]:
-    counted = [c for c in report.changes if c.counts_at(fail_on)]
+def _summary(
+    report: drift.DriftReport, live: Snapshot, fail_on: str, *, code_stops: bool
+) -> dict[str, Any]:
+    at = [c for c in report.changes if c.counts_at(fail_on)]
+    counted = [c for c in at if code_stops or c.area != "code"]
+    code = [] if code_stops else [change_line(c) for c in at if c.area == "code"]
     facts = fleet.facts(live)
     # environment variables are part of what ranks must agree on, not what the launcher
     # sets differently on each (Slurm's per-rank CUDA_VISIBLE_DEVICES)
@@ -117,11 +130,27 @@ def _summary(report: drift.DriftReport, live: Snapshot, fail_on: str) -> dict[st
         "fails": bool(counted),
         "changes": [change_line(c) for c in counted[:_SHOWN]],
         "more": max(0, len(counted) - _SHOWN),
+        "code": code,  # what of the code differs and does not stop the run
         "facts": facts,
     }
 
 
 _SHOWN = 6  # changes per rank in the message; the rest counted, and diff lists them all
+
+
+def _code_note(changes: list[str]) -> str:
+    """The code's changes, said and let pass: with redaction, as every line guard prints."""
+    from envguard import _term
+    from envguard.redact import redact
+
+    shown = "; ".join(changes[:_SHOWN]) + (
+        f"; and {len(changes) - _SHOWN} more" if len(changes) > _SHOWN else ""
+    )
+    text = (
+        f"envguard: warning: the code differs from the lock's ({shown}); the run goes on "
+        "(guard(fail_on_code=True), or fail-on-code in [tool.envguard], stops for it)"
+    )
+    return _term.visible(redact(text))
 
 
 def _gather(mine: dict[str, Any]) -> list[dict[str, Any]]:

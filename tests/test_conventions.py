@@ -146,7 +146,8 @@ def test_only_and_ignore_filter_diff_and_guard_alike(project: Project) -> None:
     as_text = envguard.guard(project.lock, venv=project.venv, only="caches,packages")
     assert {c.area for c in as_text.changes} == {"caches", "packages"}  # not the letters
     with pytest.raises(envguard.DriftError):
-        envguard.guard(project.lock, venv=project.venv, ignore=["caches"], fail_on="critical")
+        envguard.guard(project.lock, venv=project.venv, ignore=["caches"], fail_on="critical",
+                       fail_on_code=True)  # the edit, critical  # fmt: skip
 
 
 def test_only_and_ignore_that_leave_nothing_are_an_error_not_a_pass(project: Project) -> None:
@@ -301,7 +302,7 @@ def test_guard_without_arguments_uses_the_projects_lock(project: Project) -> Non
     assert report.changes == () or all(c.severity == "info" for c in report.changes)
     project.write("model.py", "def forward(x):\n    return -x\n")
     with pytest.raises(envguard.DriftError):
-        envguard.guard(venv=project.venv)
+        envguard.guard(venv=project.venv, fail_on_code=True)
 
 
 # --- files people share -----------------------------------------------------------------------

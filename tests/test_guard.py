@@ -77,3 +77,39 @@ def test_guard_takes_the_lock_of_the_venv_it_runs_in(project, house: Path, monke
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     report = envguard.guard()  # other's own lock: clean, though ./.venv has another lock
     assert not report.fails("warning")
+
+
+def test_an_edit_of_the_training_code_is_said_once_and_the_run_goes_on(
+    project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The edit-and-run loop (#32): a comment added to train.py, uncommitted, and a commit of
+    model.py: guard() at its default says both once on stderr and returns; diff still calls
+    them critical. Under fail_on_code=True, or fail-on-code in [tool.envguard], it stops."""
+    project.snapshot()
+    project.commit("lock", "lockfiles")
+    project.write("train.py", "import model\n\n# try a larger batch\nmodel.forward(1)\n")
+    project.write("model.py", "def forward(x):\n    return x  # checked\n")
+    project.commit("model: a note", "model.py")
+    report = envguard.guard(project.lock, venv=project.venv)
+    assert report.fails("critical")  # the report says what differs, whatever stops
+    err = capsys.readouterr().err
+    assert err.count("envguard: warning: the code differs from the lock's") == 1
+    assert "train.py" in err and "the run goes on" in err
+    with pytest.raises(DriftError, match=r"train\.py"):
+        envguard.guard(project.lock, venv=project.venv, fail_on_code=True)
+    project.write("envguard.toml", "fail-on-code = true\n")
+    with pytest.raises(DriftError, match=r"train\.py"):
+        envguard.guard(project.lock, venv=project.venv)
+    envguard.guard(project.lock, venv=project.venv, fail_on_code=False)  # the call decides
+
+
+def test_what_is_not_code_still_stops_beside_an_edit(project, monkeypatch) -> None:
+    """Letting the code pass lets nothing else: a variable that makes a step several times
+    slower stops the run, and the message names it, not the edit."""
+    project.snapshot()
+    project.write("train.py", "import model\n\n# a comment\nmodel.forward(1)\n")
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
+    with pytest.raises(DriftError) as stopped:
+        envguard.guard(project.lock, venv=project.venv)
+    assert "NVIDIA_TF32_OVERRIDE" in str(stopped.value)
+    assert "train.py" not in str(stopped.value)
