@@ -42,6 +42,22 @@ KEY_LIBRARIES: Mapping[str, str] = {
     "numpy": "numerics and the C ABI of extensions built against it",
 }
 
+# The ML stack under the key libraries: no row of their own for a minor move (it comes with
+# the install that brought it), but one, with why it matters, when the major version moves:
+# an API or a format the libraries above them read changed.
+MAJOR_MOVES: Mapping[str, str] = {
+    "huggingface-hub": "what transformers downloads and loads, the cache's layout and the Hub "
+    "API it calls",
+    "datasets": "data loading and its cache",
+    "pyarrow": "the columnar format datasets are stored and loaded in",
+    "sentencepiece": "the tokenization of the models that use it",
+    "protobuf": "the serialized tokenizers and configs some models load",
+    "einops": "the tensor reshapes of model code",
+    "bitsandbytes": "8-bit optimizers and quantized layers",
+    "timm": "vision model code and weights",
+}
+
+
 # Distributions that ship CUDA libraries (nvidia-cudnn-cu13, cuda-toolkit, ...). nvidia-ml-py
 # is NVML's Python binding: a client library, not part of the CUDA stack torch loads.
 _CUDA_PREFIXES = ("nvidia-", "cuda-")

@@ -30,6 +30,15 @@ def newer(old: str, new: str) -> bool | None:
     return pn > po
 
 
+def major_move(old: str, new: str) -> tuple[int, int] | None:
+    """The major versions of ``old`` and ``new`` where they differ (0.36.2 → 1.0: (0, 1));
+    None when they do not, or either does not parse."""
+    po, pn = _parse(old), _parse(new)
+    if po is None or pn is None or po.major == pn.major:
+        return None
+    return po.major, pn.major
+
+
 # N(.N)*(+local)? in its normal form: what torch's version.py says in practice, read without
 # importing packaging (and typing) on the snapshot's hot path; anything else goes to packaging.
 # A local segment is normal when it holds a letter, or is a number without leading zeros:

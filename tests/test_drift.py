@@ -323,3 +323,48 @@ def test_one_table_of_areas_their_rules_and_severities() -> None:
 
 def _key(c: drift.Change) -> tuple[str, str, str]:
     return c.area, c.subject, c.why
+
+
+# --- major moves of the ML stack stand out (#32 item 2) ------------------------------------
+
+AT = "2026-11-30T13:42:50Z"
+
+
+def _upgrade(hub: str, numpy: str = "2.3.0") -> drift.DriftReport:
+    """transformers 5.6.0 → 5.8.1 in one install, bringing huggingface-hub ``hub`` (from
+    0.36.2) and a helper, numpy moved to ``numpy`` beside it."""
+    old = base(packages=(*base().packages, dist("huggingface-hub", "0.36.2")),
+               key_libraries={**base().key_libraries, "numpy": "2.3.0"})  # fmt: skip
+    kept = [d for d in base().packages if d.name not in ("transformers", "numpy")]
+    new = base(
+        packages=(*kept,
+                  dist("transformers", "5.8.1", AT, requires=(f"huggingface-hub>={hub}",)),
+                  dist("huggingface-hub", hub, AT, requires=("hf-xet",)),
+                  dist("hf-xet", "1.2.0", AT), dist("numpy", numpy, AT)),
+        key_libraries={"torch": "2.11.0+cu128", "transformers": "5.8.1", "numpy": numpy},
+    )  # fmt: skip
+    return drift.compare(old, new)
+
+
+def test_a_major_move_under_a_key_library_gets_its_own_row_in_its_group() -> None:
+    report = _upgrade("2.4.0")
+    hub = _only(report, "huggingface-hub")
+    assert (hub.area, hub.severity, hub.old, hub.new) == ("libraries", "warning", "0.36.2", "2.4.0")
+    assert hub.why.startswith("major version 0 → 2: what transformers downloads and loads")
+    group = next(c for c in report.changes if c.members)  # it still came with that install
+    assert "huggingface-hub" in {m.name for m in group.members}
+
+
+def test_a_minor_move_of_the_same_package_has_no_row_of_its_own() -> None:
+    """What must not be reported: the stack moving within a major version is the install's."""
+    report = _upgrade("0.36.5")
+    assert [c for c in report.changes if c.subject == "huggingface-hub"] == []
+    group = next(c for c in report.changes if c.members)
+    assert "huggingface-hub" in {m.name for m in group.members}
+
+
+def test_a_key_librarys_row_says_its_major_move() -> None:
+    numpy = _only(_upgrade("0.36.5", numpy="1.26.4"), "numpy")
+    assert numpy.why.startswith("major version 2 → 1: numerics and the C ABI")
+    same_major = _only(_upgrade("0.36.5", numpy="2.4.0"), "numpy")
+    assert same_major.why.startswith("numerics and the C ABI")

@@ -9,7 +9,7 @@ from envguard import catalog
 from envguard.drift.areas import ALONE, Context, named
 from envguard.drift.report import Change
 from envguard.model import Snapshot
-from envguard.versions import same
+from envguard.versions import major_move, same
 
 AREA = named("libraries")
 
@@ -17,6 +17,7 @@ AREA = named("libraries")
 def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[Change]:
     yield from _family(old, new)
     yield from _libraries(old, new)
+    yield from _majors(old, new)
 
 
 def _family(old: Snapshot, new: Snapshot) -> Iterator[Change]:
@@ -48,5 +49,28 @@ def _libraries(old: Snapshot, new: Snapshot) -> Iterator[Change]:
             subject=name,
             old=x or "absent",
             new=y or "absent",
-            why=catalog.why_library(name),
+            why=_major_said(x, y) + catalog.why_library(name),
         )
+
+
+def majors(old: Snapshot, new: Snapshot) -> dict[str, tuple[str, str]]:
+    """The watched packages of the ML stack (not key libraries: they have rows anyway) whose
+    major version moved: name → (old, new). Each is a row of its own, and still a member of
+    the install it came with."""
+    was, now = old.versions(), new.versions()
+    return {
+        n: (was[n], now[n]) for n in sorted(catalog.MAJOR_MOVES.keys() & was.keys() & now.keys())
+        if major_move(was[n], now[n]) is not None
+    }  # fmt: skip
+
+
+def _majors(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+    for name, (x, y) in majors(old, new).items():
+        yield AREA.change(subject=name, old=x, new=y,
+                          why=_major_said(x, y) + catalog.MAJOR_MOVES[name])  # fmt: skip
+
+
+def _major_said(old: str | None, new: str | None) -> str:
+    """ "major version 0 → 1: " where it moved, else nothing."""
+    moved = major_move(old, new) if old and new else None
+    return f"major version {moved[0]} → {moved[1]}: " if moved else ""

@@ -70,8 +70,10 @@ def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[
 
 def _covered(old: Snapshot, new: Snapshot) -> set[str]:
     """The names with rows of their own: torch, its family and the key libraries."""
+    from envguard.drift.libraries import majors
+
     family = {b.name for b in (*old.torch_family, *new.torch_family)}
-    return {*catalog.BUILDS, *family, *old.key_libraries, *new.key_libraries}
+    return {*catalog.BUILDS, *family, *old.key_libraries, *new.key_libraries, *majors(old, new)}
 
 
 def _inherited(old: Snapshot, new: Snapshot) -> Iterator[Change]:
