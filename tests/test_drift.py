@@ -368,3 +368,15 @@ def test_a_key_librarys_row_says_its_major_move() -> None:
     assert numpy.why.startswith("major version 2 → 1: numerics and the C ABI")
     same_major = _only(_upgrade("0.36.5", numpy="2.4.0"), "numpy")
     assert same_major.why.startswith("numerics and the C ABI")
+
+
+def test_a_cache_emptied_or_deleted_reads_one_word() -> None:
+    """#32: the same missing cache read "gone" in diff and "empty" in bisect, as a run had
+    made its folder again. Folder or not, what it held is gone."""
+    for left in (False, True):  # deleted, or emptied in place (rm -rf cache/*)
+        cold = dataclasses.replace(inductor(entries=0, size=0), exists=left)
+        c = _only(drift.compare(base(), base(caches=(cold,))), "Inductor cache")
+        assert (c.new, c.why) == (
+            "gone",
+            "Inductor cache is gone: cold, the first steps will recompile",
+        )

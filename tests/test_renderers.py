@@ -103,3 +103,26 @@ def test_the_json_page_names_every_commands_kind() -> None:
     named = {k.strip().strip("`") for k in " ".join(listed.split()).split(",")}
     # a refusal (``run --max-cost``) has a screen of its own and its command's kind
     assert named == {cls.kind for cls in RESULTS if not cls.kind.endswith(" refused")} - {"error"}
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_long_subjects_and_absent_or_unset_keep_the_values_in_one_column(width: int) -> None:
+    """#32: "flashinfer-python  absent" and "CUDA_VISIBLE_DEVICES  unset" stood out of the
+    values' column. The column fits the longest subject up to its limit; one longer still
+    has its values below, in the column."""
+    from envguard.drift.areas import named
+
+    rows = [("libraries", "flashinfer-python", "absent", "0.6.2"),
+            ("env", "CUDA_VISIBLE_DEVICES", "unset", "0,1"),
+            ("libraries", "numpy", "2.3.0", "2.4.0"),
+            ("packages", "a-package-with-a-very-long-name", "1.0", "2.0")]  # fmt: skip
+    changes = tuple(
+        named(area).change(subject=s, old=o, new=n, why="why") for area, s, o, n in rows
+    )
+    lines = list(Human(width=width).changes(changes))
+    starts = {line.index(f"{o} → {n}") for _, _, o, n in rows for line in lines
+              if f"{o} → {n}" in line}  # fmt: skip
+    assert len(starts) == 1, lines  # every row's values in one column
+    long = next(i for i, line in enumerate(lines) if "a-package-with-a-very-long-name" in line)
+    assert lines[long].rstrip().endswith("a-package-with-a-very-long-name")  # values below
+    assert all(len(line) <= width for line in lines)

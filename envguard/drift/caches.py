@@ -70,7 +70,10 @@ def _cache(a: CompileCache, b: CompileCache) -> Iterator[Change]:
         )
         return
     if a.exists and _held(a) > 0 and (not b.exists or _held(b) == 0):
-        state = "empty" if b.exists else "gone"
+        # one word, whether the folder went or only what it held: a run that writes into the
+        # path makes a bare folder again, and the cache read "empty" in one screen and "gone"
+        # in the next
+        state = "gone"
         yield AREA.change(
             subject=label,
             old=_size(a),

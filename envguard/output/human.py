@@ -48,7 +48,9 @@ if TYPE_CHECKING:  # annotations only: the snapshot screen must not import the d
     from envguard.targets import Resnapshot
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
-_SUBJECT_MAX = 16  # longer subjects push their values along rather than widen the column
+# The subject column is as wide as its longest subject up to this; a longer one has its
+# values on the line below, in their column (flashinfer-python, CUDA_VISIBLE_DEVICES fit)
+_SUBJECT_MAX = 22
 _NODE_CHANGES = 8  # a node's changes on the fleet screen, unless -v
 
 

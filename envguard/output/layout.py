@@ -74,9 +74,14 @@ def headline(
     subject_width: int = 16,
 ) -> list[str]:
     """``label  subject  old → new``, with the values moved down, whole, when they do not
-    fit beside the subject."""
+    fit beside the subject; a subject longer than its column has them below it, in the
+    column, so that no row's values stand out of line."""
     gap = " " * max(1, INDENT - len(label))
     values = _values(old, new)
+    column = INDENT + subject_width + 2
+    if subject and values and len(subject) > subject_width and column + len(values) <= p.width:
+        head = (p.paint(label, label_style) if label_style else label) + gap + subject
+        return [head, " " * column + values]
     subj = subject.ljust(subject_width) if subject and values else subject
     plain = label + gap + subj
     head = (p.paint(label, label_style) if label_style else label) + plain[len(label) :]
