@@ -269,12 +269,13 @@ def _cache_moves(
 
     named = cache_namers(good, environ)
     placed = in_place(good, environ, allowed)
+    copyable = set(_custom_folders(good).values())
     keys = {cache_label(c.kind, c.path): caches.key(c) for c in good.caches}
     by_subject: dict[str, Move] = {}
     for change in caches.changes(good, bad):
         key = keys[change.subject]
         custom = key.startswith("custom:")
-        if custom and not _fs.is_cache_place(_fs.normal(Path(key.removeprefix("custom:")))):
+        if custom and key not in copyable:
             notes.append(
                 f"{change.subject}: {change.old} → {change.new}; no cache may be in that "
                 "folder (the system, a home or its own dot-folders, another's home), so no "
@@ -325,9 +326,7 @@ def cache_namers(good: Snapshot, environ: Mapping[str, str]) -> dict[str, tuple[
     value is its folder and that the lock saw so too, or not at all: a trial points them at
     its own copy of the cache, as it points TORCHINDUCTOR_CACHE_DIR at its Inductor cache's.
     A variable that moved is a move of its own, and names no cache."""
-    customs = (c for c in good.caches if c.kind == "custom" and Path(c.path).is_absolute())
-    folders = {_fs.normal(Path(c.path)): f"custom:{c.path}" for c in customs}
-    folders = {p: k for p, k in folders.items() if _fs.is_cache_place(p)}  # never ~/.ssh
+    folders = _custom_folders(good)
     out: dict[str, list[str]] = {}
     for name, value in sorted(environ.items()):
         if name in _NOT_NAMERS or name in CACHE_VARS or not value.startswith(("/", "~")):
@@ -346,13 +345,21 @@ def in_place(good: Snapshot, environ: Mapping[str, str], allowed: Iterable[Path]
     copy in (``--cache-dir``, ``cache-dirs``): while a run lasts, the user's folder is set
     aside and the copy is in its place."""
     named = cache_namers(good, environ)
-    folders = {_fs.normal(a.expanduser()) for a in allowed}
+    allowed_folders = {_fs.normal(a.expanduser()) for a in allowed}
     return frozenset(
-        f"custom:{c.path}" for c in good.caches
-        if c.kind == "custom" and Path(c.path).is_absolute()
-        and f"custom:{c.path}" not in named and _fs.normal(Path(c.path)) in folders
-        and _fs.is_cache_place(_fs.normal(Path(c.path)))
+        key for folder, key in _custom_folders(good).items()
+        if key not in named and folder in allowed_folders
     )  # fmt: skip
+
+
+def _custom_folders(good: Snapshot) -> dict[Path, str]:
+    """The lock's custom caches a trial may have a copy of, by folder (normalised) → key:
+    an absolute folder where a cache may be (never ~/.ssh, the system)."""
+    from envguard.drift import caches
+
+    customs = (c for c in good.caches if c.kind == "custom" and Path(c.path).is_absolute())
+    folders = {_fs.normal(Path(c.path)): caches.key(c) for c in customs}
+    return {p: k for p, k in folders.items() if _fs.is_cache_place(p)}
 
 
 # --- environment --------------------------------------------------------------------------------

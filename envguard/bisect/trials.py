@@ -148,7 +148,7 @@ class Workspace:
         self._sweeper: threading.Thread | None = None
 
     def __enter__(self) -> Workspace:
-        base = _fs.user_cache_dir() / "bisect"
+        base = _base()
         base.mkdir(parents=True, exist_ok=True)
         standin.collect(base, _alive)  # a killed bisect's set-aside folders, put back first
         if self.keep is not None:
@@ -277,6 +277,11 @@ def _collect(base: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _base() -> Path:
+    """Where every bisect's work folders and stand-in journals are, unless --keep."""
+    return _fs.user_cache_dir() / "bisect"
+
+
 def owner() -> str:
     """This bisect, as its work folder and journal name it: its pid and start time."""
     return f"{os.getpid()} {_started(os.getpid())}"
@@ -317,8 +322,7 @@ class Trials:
         self.warm = dict(warm or {})  # cache key → GOOD's copy, unpacked from the archive
         self.namers = cache_namers(sides.good, sides.environ)  # custom cache → its variables
         self.placed = in_place(sides.good, sides.environ, settings.cache_dirs)  # stood in
-        journals = _fs.user_cache_dir() / "bisect"
-        self.stand_ins = standin.StandIns(standin.journal_for(journals), owner(), str(os.getpid()))
+        self.stand_ins = standin.StandIns(standin.journal_for(_base()), owner(), str(os.getpid()))
         self.tell = on_event or (lambda event: None)
         self.timings: dict[frozenset[Move], Timing] = {}
         self._opened = 0  # trials opened so far: the next one's index is one more
@@ -1015,9 +1019,11 @@ def unpack_warm(
     }
     # a custom cache is unpacked only where a variable names its folder or the user lets a
     # copy stand in it: no trial can have GOOD's copy of any other
+    from envguard.drift.caches import key
+
     movable = {*cache_namers(good, environ), *in_place(good, environ, cache_dirs)}
-    customs = [c.path for c in good.caches if c.kind == "custom" and f"custom:{c.path}" in movable]
-    into_custom = {path: into / f"custom-{i}" for i, path in enumerate(customs)}
+    customs = [c for c in good.caches if c.kind == "custom" and key(c) in movable]
+    into_custom = {c.path: into / f"custom-{i}" for i, c in enumerate(customs)}
     unpacked = cache_archive.restore(lock_path, good, blind, env, custom_into=into_custom)
-    keys = {str(_fs.normal(d)): f"custom:{path}" for path, d in into_custom.items()}
+    keys = {str(_fs.normal(into_custom[c.path])): key(c) for c in customs}
     return {keys.get(u.path, u.kind): Path(u.path) for u in unpacked}
