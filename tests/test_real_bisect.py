@@ -129,7 +129,14 @@ def test_the_thread_count_is_named_alone_among_harmless_drifts(
     good, bad = doc["noise"]["good"], doc["noise"]["bad"]
     assert good["runs"] >= 3 and bad["runs"] >= 3
     assert bad["max"] < good["min"]  # every run of BAD slower than every run of GOOD
-    assert doc["put_back"]["verdict"] == "good", doc["trials"]  # the fix, tried
+    # the fix, tried: good; on a runner busy in bursts its runs can spread wider than GOOD's
+    # and BAD's did, which bisect says as such (unsteady: the machine was busy), never as a
+    # second cost (seen in CI: put back 197 beside GOOD 197, runs apart)
+    verdict = doc["put_back"]["verdict"]
+    assert verdict in ("good", "unsteady"), (verdict, doc["trials"])
+    if verdict == "unsteady":
+        assert any("the machine was busy" in n for n in doc["notes"]), doc["notes"]
+    assert not any("another drifted fact costs" in n for n in doc["notes"]), doc["notes"]
     for trial in doc["trials"][2:]:  # a bad verdict confirmed by a second run
         assert trial["verdict"] != "bad" or len(trial["values"]) >= 2, trial
 
