@@ -21,10 +21,12 @@ from envguard._fs import atomic_write, read_regular, user_cache_dir
 from envguard.errors import LockfileError
 from envguard.model import Snapshot
 
-SCHEMA = 3  # the newest this envguard reads and writes
+SCHEMA = 4  # the newest this envguard reads and writes
 # A lock is written with the oldest schema that holds it, so that a teammate's envguard
-# that predates a section still reads every lock without it: schema 3 adds [bench].
+# that predates a section still reads every lock without it: schema 3 adds [bench], 4 adds
+# [saved_caches].
 _SCHEMA_OF_BENCH = 3
+_SCHEMA_OF_SAVED = 4
 _PLAIN_SCHEMA = 2
 SUFFIX = ".envguard.toml"
 DEFAULT_DIR = Path("lockfiles")
@@ -74,7 +76,11 @@ def find_for_venv(name: str, venv_path: str, folder: Path = DEFAULT_DIR) -> Path
 
 def dumps(snapshot: Snapshot) -> bytes:
     # committed and shared: every string passes the redactor, whichever probe it came from
-    schema = _SCHEMA_OF_BENCH if snapshot.bench is not None else _PLAIN_SCHEMA
+    schema = (
+        _SCHEMA_OF_SAVED if snapshot.saved_caches is not None
+        else _SCHEMA_OF_BENCH if snapshot.bench is not None
+        else _PLAIN_SCHEMA
+    )  # fmt: skip
     doc: dict[str, Any] = redact.redact_data({"schema": schema, **snapshot.to_dict()})
     # tomli-w's layout (envguard._toml renders it faster, byte for byte). Multi-line strings
     # keep patches readable, but tomli-w writes a "\r\n" in them raw and
@@ -157,6 +163,10 @@ def loads(data: bytes, source: str = "lockfile", *, remember: bool = True) -> Sn
         _from_schema_1(doc)
     if schema < _SCHEMA_OF_BENCH and "bench" in doc:
         raise LockfileError(f"{source}: a [bench] table in a schema {schema} lock (it came in 3)")
+    if schema < _SCHEMA_OF_SAVED and "saved_caches" in doc:
+        raise LockfileError(
+            f"{source}: a [saved_caches] table in a schema {schema} lock (it came in 4)"
+        )
     try:
         return Snapshot.from_dict(doc, path=source)
     except LockfileError:

@@ -424,6 +424,27 @@ _DIRECTIONS = ("higher", "lower")
 BENCH_MAX_RUNS = 1000
 
 
+ARCHIVE_MAX_BYTES = 64 << 30  # as large as the caches an archive may unpack
+
+
+@dataclass(frozen=True, kw_only=True)
+class SavedCaches(Record):
+    """The compile-cache archive ``snapshot --save-cache`` wrote with this lock, by its
+    SHA-256 and size: a lock and its archive travel apart (the archive is not committed), so
+    restore and bisect unpack a file only if it is this one."""
+
+    sha256: str
+    bytes: int
+
+    def validate(self, path: str) -> None:
+        if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+            raise LockfileError(
+                f"{path}.sha256: {_shown(self.sha256)} is not a SHA-256 (64 hex digits)"
+            )
+        if not 0 < self.bytes <= ARCHIVE_MAX_BYTES:
+            raise LockfileError(f"{path}.bytes: {self.bytes} is not the size of an archive")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Benchmark(Record):
     """The known-good state's own benchmark (``snapshot --bench``), measured when the lock
@@ -498,6 +519,7 @@ class Snapshot(Record):
     gpu: GpuState = field(default_factory=GpuState)
     key_libraries: dict[str, str] = field(default_factory=dict)
     caches: tuple[CompileCache, ...] = ()
+    saved_caches: SavedCaches | None = None  # snapshot --save-cache: the archive of them
     code: CodeState | None = None
     environ: dict[str, str] = field(default_factory=dict)
     launcher: str | None = None  # torchrun, slurm or mpi, when one started this process

@@ -165,7 +165,7 @@ def test_write_is_atomic_and_leaves_no_temp(tmp_path: Path, monkeypatch) -> None
         (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8"),
         (b"[[packages]\nname = ", "not valid TOML"),
         (b'name = "x"\n', "no integer 'schema'"),
-        (b"schema = 99\n", "schema 99, this envguard reads up to 3; upgrade envguard"),
+        (b"schema = 99\n", "schema 99, this envguard reads up to 4; upgrade envguard"),
         (b'schema = 1\nname = "x"\n', "taken_at: missing"),
     ],
 )

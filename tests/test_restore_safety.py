@@ -66,7 +66,7 @@ def test_all_keeps_the_lockfile_and_archive_out_of_the_stash(
     assert out.index("Restored cache") < out.index("Restored code")
     assert "saved your uncommitted work as stash@{0}" in out
     own = sorted(p.name for p in (project.root / "lockfiles").iterdir())
-    assert own == ["train.envguard-caches.tar.gz", "train.envguard.toml"]
+    assert own == [".gitignore", "train.envguard-caches.tar.gz", "train.envguard.toml"]
     stashed = git(project.root, "stash", "show", "--include-untracked", "--name-only", "stash@{0}")
     assert sorted(stashed.split()) == ["notes/scratch.txt", "train.py"]
     assert _torch(project.venv) == "2.11.0+cu128"

@@ -990,6 +990,8 @@ def _ignored(repo: object, venv: Path, root: Path) -> list[str]:
         name = path.rpartition("/")[2]
         if not path or name in _TOOL_LITTER or name.endswith((".pyc", ".egg-info")):
             continue
+        if catalog.is_own_file(path):
+            continue  # a compile-cache archive kept out of git: envguard's, not the code's data
         if _fs.is_inside(root / path, venv):
             continue  # a uv venv ignores itself from within (its .gitignore: *), file by file
         out.append(path + "/" if raw.endswith(b"/") else path)

@@ -10,6 +10,7 @@ from pathlib import Path
 from envguard import benchmark, lockfile, snapshot, targets
 from envguard.config import Config
 from envguard.errors import ArgumentError, VenvError
+from envguard.model import Snapshot
 from envguard.results.snapshot import SnapshotDone
 from envguard.snapshot import Progress
 
@@ -58,16 +59,28 @@ def take(
     )
     if into_folder or path.is_dir():  # -o DIR: the lock goes inside it, named as usual
         path = lockfile.default_path(snap.name, path)
-    lockfile.write(path, snap)
-    archive, size = None, 0
-    if save_cache:
-        from envguard.restore import cache_archive
+    if not save_cache:
+        lockfile.write(path, snap)
+        return SnapshotDone(lockfile=str(path.absolute()), snapshot=snap, venv_from=chosen.why)
+    return _with_archive(snap, path, chosen.why)
 
-        archive, size = cache_archive.save(snap, path)
+
+def _with_archive(snap: Snapshot, path: Path, venv_from: str) -> SnapshotDone:
+    """The archive first, kept out of git before it lands, then the lock that names it by
+    hash: a lock on disk never names an archive that is not there yet."""
+    from envguard import gitignore
+    from envguard.restore import cache_archive
+
+    data = cache_archive.pack(snap)
+    snap = dataclasses.replace(snap, saved_caches=cache_archive.saved(data))
+    kept = gitignore.keep_out(cache_archive.archive_path(path))
+    archive, size = cache_archive.save(snap, path, data)
+    lockfile.write(path, snap)
     return SnapshotDone(
         lockfile=str(path.absolute()), snapshot=snap,
-        archive=str(archive.absolute()) if archive else None,
-        archive_bytes=size, venv_from=chosen.why,
+        archive=str(archive.absolute()), archive_bytes=size, venv_from=venv_from,
+        gitignore=str(kept.gitignore) if kept else None,
+        gitignore_added=bool(kept and kept.added), archive_tracked=bool(kept and kept.tracked),
     )  # fmt: skip
 
 

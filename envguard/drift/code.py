@@ -152,7 +152,8 @@ def _files(
     moved = {m.path: m for m in since.files} if since else {}
     sections = b.file_patches()
     for path in sorted(set(then) | set(now) | set(moved)):
-        if own(path) or (path in moved and moved[path].own):
+        # a commit that changed only envguard's part of a file hides no edit on either side
+        if own(path) or (path in moved and moved[path].own and path not in then | now):
             continue
         x, y, m = then.get(path), now.get(path), moved.get(path)
         if not _differs(x, y, m) or _config_only(path, *_contents(x, y, m)):

@@ -284,8 +284,25 @@ class Human:
         for what, value in _facts(snap):
             yield from wrap(value, self.p.width, 18, first=f"  {what:<15} ")
         if r.archive:
-            yield f"  saved the compile caches to {_p(r.archive)} ({human_bytes(r.archive_bytes)})"
+            yield from wrap(
+                f"saved the compile caches to {_p(r.archive)} ({human_bytes(r.archive_bytes)})",
+                self.p.width, 4, first="  ",
+            )  # fmt: skip
+            yield from self._kept_out(r)
         yield from self._notes(snap.warnings)
+
+    def _kept_out(self, r: SnapshotDone) -> Iterator[str]:
+        """Whether git will leave the archive out of a commit, and what to do if not."""
+        if r.archive_tracked:
+            said = (f"git tracks it all the same (committed before): `git rm --cached "
+                    f"{_p(r.archive or '')}` and commit, or every clone carries it")  # fmt: skip
+        elif r.gitignore and r.gitignore_added:
+            said = f"kept out of git by a line added to {_p(r.gitignore)}: commit it with the lock"
+        elif r.gitignore:
+            said = f"kept out of git by {_p(r.gitignore)}"
+        else:
+            return
+        yield from wrap(said, self.p.width, 4, first="  ")
 
     # --- fleet ------------------------------------------------------------------------------
 

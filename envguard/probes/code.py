@@ -25,7 +25,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from envguard import _git, catalog, redact
+from envguard import _git, catalog, gitignore, redact
+from envguard._fs import read_regular
 from envguard.model import ChangedFile, CodeState, HeadMove, MovedFile, UntrackedFile
 from envguard.patch import section_facts, section_path, split_patch
 from envguard.redact import REDACTED, redact_text, strip_url_credentials
@@ -163,6 +164,8 @@ def _changed_files(
         if path.startswith(skip):
             continue
         (digest, blob, base_blob), dirty_module = facts.get(path, (("", "", ""), False))
+        if _envguard_lines_only(repo, path, root / path, base_blob):
+            continue  # the archive's line snapshot --save-cache added: not the code's change
         if dirty_module:
             blob = f"{blob}-dirty-{_submodule_state(root / path)}"
         elif path.rsplit("/", 1)[-1] == PROJECT_CONFIG:
@@ -366,12 +369,46 @@ def _parse_raw_z(text: str) -> list[tuple[str, str, str]]:
 
 
 def _is_own(repo: Any, path: str, old_blob: str, new_blob: str) -> bool:
-    """envguard's own file, or a pyproject.toml whose only change is ``[tool.envguard]``."""
+    """envguard's own file, a .gitignore whose only change is envguard's lines, or a
+    pyproject.toml whose only change is ``[tool.envguard]``."""
     if catalog.is_own_file(path):
+        return True
+    if new_blob and _envguard_lines_only(repo, path, new_blob, old_blob):
         return True
     if path.rsplit("/", 1)[-1] != PROJECT_CONFIG or not old_blob or not new_blob:
         return False
     return _config_blob(repo, old_blob) == _config_blob(repo, new_blob)
+
+
+def _envguard_lines_only(repo: Any, path: str, now: Path | str, base_blob: str) -> bool:
+    """``path`` is a .gitignore whose content ``now`` (a file, or a blob id) differs from
+    its ``base_blob`` ("" for none) by envguard's own lines alone (:mod:`envguard.gitignore`)."""
+    if path.rsplit("/", 1)[-1] != gitignore.NAME:
+        return False
+    data = _read(now) if isinstance(now, Path) else _blob_bytes(repo, now)
+    if data is None:
+        return False
+    base = _blob_bytes(repo, base_blob) if base_blob else b""
+    # an empty new .gitignore is not envguard's: something must differ, and only by its lines
+    return data.rstrip(b"\n") != base.rstrip(b"\n") and gitignore.theirs(data) == gitignore.theirs(
+        base
+    )
+
+
+def is_envguard_gitignore(root: Path, path: str) -> bool:
+    """``path``, untracked, is a .gitignore holding envguard's lines and nothing else."""
+    return _envguard_lines_only(None, path, root / path, "")
+
+
+def _blob_bytes(repo: Any, blob: str) -> bytes:
+    return _git.output(repo, "cat-file", "blob", blob, check=False)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return read_regular(path, 1 << 20)
+    except OSError:
+        return None
 
 
 def _moved_patch(repo: Any, base: str, head: str, path: str) -> str:
@@ -403,7 +440,11 @@ def _untracked(
     names = sorted(
         n
         for n in listed
-        if n and not catalog.is_own_file(n) and n not in own and not n.startswith(skip)
+        if n
+        and not catalog.is_own_file(n)
+        and n not in own
+        and not n.startswith(skip)
+        and not is_envguard_gitignore(root, n)
     )
     # By size and hash, never their content: a scratch script or notes file is where secrets
     # live (curl -u user:pass), and the hash alone says whether it changed.

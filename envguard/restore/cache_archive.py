@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import itertools
 import json
@@ -30,6 +31,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from envguard import compat
 from envguard._confine import Root
@@ -37,7 +39,7 @@ from envguard._fs import atomic_write, is_cache_place, normal
 from envguard._units import human_bytes
 from envguard.errors import CacheArchiveError, NotRestored
 from envguard.lockfile import compat_as_lists
-from envguard.model import CompileCache, Snapshot
+from envguard.model import CompileCache, SavedCaches, Snapshot
 from envguard.probes.caches import default_paths
 from envguard.probes.caches import skipped as _skipped
 
@@ -51,6 +53,7 @@ _READ_LIMIT = 1 << 20  # one read of the archive: a header, a chunk of a file or
 _NAME_LIMIT = 4096  # a member's name: PATH_MAX, and no quadratic walk of a hostile one
 _KINDS = ("inductor", "triton", "custom")
 _HEADROOM = 64 << 20  # left free on the disk after unpacking
+_HASH_CHUNK = 1 << 20
 
 
 def archive_path(lock_path: Path) -> Path:
@@ -65,8 +68,8 @@ class Unpacked:
     files: int
 
 
-def save(snap: Snapshot, lock_path: Path) -> tuple[Path, int]:
-    """Archive every existing cache of ``snap``; returns the archive and its size in bytes."""
+def pack(snap: Snapshot) -> bytes:
+    """Every existing cache of ``snap``, archived: the bytes :func:`save` writes."""
     caches = [c for c in snap.caches if c.exists and c.files]
     if not caches:
         raise CacheArchiveError("no compile cache with entries to save")
@@ -88,9 +91,21 @@ def save(snap: Snapshot, lock_path: Path) -> tuple[Path, int]:
         info = tarfile.TarInfo(MANIFEST)
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def saved(data: bytes) -> SavedCaches:
+    """What the lock records of the archive ``data``: restore unpacks that file only."""
+    return SavedCaches(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+
+
+def save(snap: Snapshot, lock_path: Path, data: bytes | None = None) -> tuple[Path, int]:
+    """Write the archive of ``snap``'s caches (``data``, else packed now) beside its lock;
+    returns the archive and its size in bytes."""
+    data = pack(snap) if data is None else data
     target = archive_path(lock_path)
-    atomic_write(target, buf.getvalue())
-    return target, len(buf.getvalue())
+    atomic_write(target, data)
+    return target, len(data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,7 +143,7 @@ def restore(
     environ = environ if environ is not None else dict(os.environ)
     here = {k: normal(p) for k, p in default_paths(environ).items()}
     try:
-        with _open(archive) as tar:
+        with _open(archive, lock.saved_caches) as tar:
             targets = _targets(tar, archive, lock, here, tuple(allowed), custom_into)
             _check_compat(targets, live)
             plans = [_planned(t) for t in targets]
@@ -171,9 +186,35 @@ class _Bounded:
 
 
 @contextlib.contextmanager
-def _open(archive: Path) -> Iterator[tarfile.TarFile]:
-    with gzip.GzipFile(archive, "rb") as raw, tarfile.open(fileobj=_Bounded(raw), mode="r:") as tar:
-        yield tar
+def _open(archive: Path, expected: SavedCaches | None) -> Iterator[tarfile.TarFile]:
+    """The archive, read once for its hash (when the lock records one) and then for its
+    members, through one open file: the bytes checked are the bytes unpacked."""
+    with archive.open("rb") as fh:
+        if expected is not None:
+            _check_is(archive, fh, expected)
+        with (
+            gzip.GzipFile(fileobj=fh, mode="rb") as raw,
+            tarfile.open(fileobj=_Bounded(raw), mode="r:") as tar,
+        ):
+            yield tar
+
+
+def _check_is(archive: Path, fh: BinaryIO, expected: SavedCaches) -> None:
+    size = os.fstat(fh.fileno()).st_size
+    if size != expected.bytes:
+        raise CacheArchiveError(
+            f"{archive}: {human_bytes(size)}, not the {human_bytes(expected.bytes)} archive this "
+            "lock saved (another snapshot's, or damaged): envguard snapshot --save-cache again"
+        )
+    digest = hashlib.sha256()
+    while chunk := fh.read(_HASH_CHUNK):
+        digest.update(chunk)
+    if digest.hexdigest() != expected.sha256:
+        raise CacheArchiveError(
+            f"{archive}: not the archive this lock saved (its SHA-256 differs: another "
+            "snapshot's, or damaged): envguard snapshot --save-cache again"
+        )
+    fh.seek(0)
 
 
 def _lazily(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:

@@ -152,10 +152,17 @@ def _where(repo: Any) -> str:
 
 
 def _own_files(repo: Any, root: Path, extra: Iterable[Path]) -> set[str]:
-    """envguard's own files in the working tree, tracked or not (relative paths)."""
+    """envguard's own files in the working tree, tracked or not (relative paths), and an
+    untracked .gitignore that only keeps its cache archives out of git."""
+    from envguard.probes.code import is_envguard_gitignore
+
     listed = _git.output(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     names = listed.decode("utf-8", "surrogateescape").split("\0")
     out = {n for n in names if n and catalog.is_envguard_file(n) and (root / n).is_file()}
+    others = _git.output(repo, "ls-files", "-z", "--others", "--exclude-standard")
+    for name in others.decode("utf-8", "surrogateescape").split("\0"):
+        if name and is_envguard_gitignore(root, name):
+            out.add(name)
     for path in extra:
         with contextlib.suppress(ValueError, OSError):
             rel = path.resolve().relative_to(root.resolve()).as_posix()

@@ -21,6 +21,9 @@ class SnapshotDone(Result):
     snapshot: Snapshot
     archive: str | None = None
     archive_bytes: int = 0
+    gitignore: str | None = None  # the .gitignore that keeps the archive out of git
+    gitignore_added: bool = False  # this snapshot wrote its line there
+    archive_tracked: bool = False  # git versions the archive all the same (committed before)
     venv_from: str = ""  # why that venv (targets.Chosen.why): the screen's, not the lock's
 
     @property
@@ -33,4 +36,6 @@ class SnapshotDone(Result):
         out = {"lockfile": self.lockfile, **self.snapshot.to_dict()}
         if self.archive:
             out["archive"] = self.archive
+            out["gitignore"] = self.gitignore
+            out["archive_tracked"] = self.archive_tracked
         return out
