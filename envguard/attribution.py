@@ -106,11 +106,12 @@ def causes(
         if not needed:
             continue
         requirers = _requirers(group)
-        root = f"{group.root.name} {group.root.version}" if group.root else ""
         for dist in needed:
             old_version = a[dist.name].version if dist.name in a else None
             why = forced_by(dist.name, old_version, requirers.get(dist.name, ()))
-            of_root = root if group.root and group.root.name != dist.name else ""
+            # every top whose requirements reach it: two installs that could each have
+            # brought it are both said, never one of them picked
+            of_root = " and ".join(f"{t.name} {t.version}" for t in group.brought_by(dist.name))
             if of_root or why:
                 out[dist.name] = Cause(root=of_root, requirement=why, planned=planned)
     return out
@@ -298,9 +299,9 @@ Requirer = tuple[str, requirements.Req]  # ("sglang", the requirement)
 def _requirers(group: grouping.InstallGroup) -> dict[str, list[Requirer]]:
     """For each name, the members whose requirement brought it (the group's edges, the
     group's root first): the only requirements that are evidence of its cause."""
-    root = group.root.name if group.root else None
+    tops = {t.name for t in group.tops()}
     out: dict[str, list[Requirer]] = {}
-    for requirer, dep, req in sorted(group.edges, key=lambda e: e[0] != root):
+    for requirer, dep, req in sorted(group.edges, key=lambda e: e[0] not in tops):
         out.setdefault(dep, []).append((requirer, req))
     return out
 

@@ -35,6 +35,23 @@ class InstallGroup:
     root: Distribution | None  # the member that requires every other one, when one does
     installed_at: str  # the earliest member's time, "2026-11-30 19:46:15", or ""
     edges: tuple[Edge, ...] = ()  # who brought whom, requirer by requirer: the evidence
+    # without one root: the members nothing else brought, when between them they require
+    # every other (`uv pip install vllm sglang`); each member is theirs who reach it
+    roots: tuple[Distribution, ...] = ()
+
+    def tops(self) -> tuple[Distribution, ...]:
+        """The root, or the roots that share the group: who it was installed for."""
+        return (self.root,) if self.root else self.roots
+
+    def brought_by(self, name: str) -> tuple[Distribution, ...]:
+        """The tops whose requirements reach ``name`` (none for a top itself). A root
+        reaches every other member: its requirements do, or its command brought them."""
+        if self.root is not None:
+            return (self.root,) if self.root.name != name else ()
+        needs: dict[str, set[str]] = {}
+        for requirer, dep, _ in self.edges:
+            needs.setdefault(requirer, set()).add(dep)
+        return tuple(t for t in self.tops() if t.name != name and name in _closure(t.name, needs))
 
 
 def install_groups(
@@ -132,12 +149,34 @@ def _components(members: Sequence[Distribution], edges: Sequence[Edge]) -> list[
 def _group(members: Sequence[Distribution], edges: Sequence[Edge], *, asked: bool) -> InstallGroup:
     ordered = tuple(sorted(members, key=lambda d: d.name))
     times = [d.installed_at for d in ordered if seconds(d.installed_at) is not None]
+    root = _root(ordered, edges, asked)
     return InstallGroup(
         members=ordered,
-        root=_root(ordered, edges, asked),
+        root=root,
         installed_at=min(times).replace("T", " ").rstrip("Z") if times else "",
         edges=tuple(edges),
+        roots=() if root else _shared_roots(ordered, edges),
     )
+
+
+def _shared_roots(
+    members: Sequence[Distribution], edges: Sequence[Edge]
+) -> tuple[Distribution, ...]:
+    """The members nothing brought, when they are several and reach every member between
+    them: the things one command (or a few, close together) asked for."""
+    if len(members) < 3:
+        return ()
+    needs: dict[str, set[str]] = {}
+    for requirer, dep, _ in edges:
+        needs.setdefault(requirer, set()).add(dep)
+    pulled = {dep for _, dep, _ in edges}
+    tops = [d for d in members if d.name not in pulled]
+    if len(tops) < 2:
+        return ()
+    reached: set[str] = set()
+    for top in tops:
+        reached |= _closure(top.name, needs)
+    return tuple(tops) if reached >= {d.name for d in members} else ()
 
 
 def _root(

@@ -163,7 +163,9 @@ class Distribution(Record):
     format: str = "dist-info"  # or "egg-info"
     installed_at: str = ""  # ISO 8601 UTC, from the metadata folder's mtime
     direct_url: str | None = None  # credentials stripped
-    requires: tuple[str, ...] = ()  # Requires-Dist without extras, as written
+    # Requires-Dist lines in effect in its venv (markers true there; an extra's lines where
+    # a line in effect asks for it), as written
+    requires: tuple[str, ...] = ()
     problem: str | None = None  # set when the metadata was incomplete
     duplicates: tuple[str, ...] = ()  # other metadata folders of the same name on disk
 

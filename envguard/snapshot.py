@@ -51,6 +51,7 @@ def take(
     step("distributions", 0, 1)
     dists, warnings = distributions.scan(found.site_packages)
     inherited, where = distributions.scan_inherited(found.inherited_sites, dists)
+    dists, inherited = distributions.in_effect(dists, inherited, found.python)
     # what the interpreter imports: the venv's own, then what it inherits (an NGC-style
     # container's torch lives in the base interpreter's site-packages)
     seen = (*dists, *inherited)

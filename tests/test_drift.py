@@ -109,7 +109,9 @@ def test_packages_added_together_are_grouped_under_their_root() -> None:
     )
     report = drift.compare(base(), new)
     group = next(c for c in report.changes if c.members)
-    assert group.why == "6 packages added together, with sglang 0.5.23 at 2026-11-28 14:02:00"
+    assert group.why == (
+        "sglang 0.5.23 and the 5 packages it brought (5 added) at 2026-11-28 14:02:00"
+    )
     assert group.members[-1] == drift.Member(name="sglang", old="absent", new="0.5.23")
     assert _only(report, "pytest").why == "new package on the import path"
     assert _only(report, "sglang").severity == "warning"

@@ -250,7 +250,7 @@ def test_the_screen_shows_eight_changes_and_says_what_it_left_out(
     assert len([line for line in out.splitlines() if "warning " in line]) == 13
     assert "info hostname: gpu-01 → h1" in out and "more" not in out
     group = next(line for line in out.splitlines() if "8 packages" in line)
-    assert "→" not in group and "together" in group, group
+    assert "→" not in group and "packages it brought" in group, group
 
 
 def test_one_host_in_two_files_is_named_by_each_file(tmp_path: Path) -> None:

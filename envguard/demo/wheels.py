@@ -23,6 +23,7 @@ def build_wheel(
     *,
     files: Mapping[str, bytes | str] | None = None,
     requires: Sequence[str] = (),
+    extras: Sequence[str] = (),
     metadata_version: str | None = None,
 ) -> Path:
     """Write ``name-version-py3-none-any.whl``; METADATA says ``metadata_version`` if given
@@ -31,6 +32,7 @@ def build_wheel(
     stem = f"{dist}-{metadata_version or version}"
     info = f"{stem}.dist-info"
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {metadata_version or version}"]
+    meta += [f"Provides-Extra: {e}" for e in extras]
     meta += [f"Requires-Dist: {r}" for r in requires]
     contents: dict[str, bytes] = {
         k: v.encode() if isinstance(v, str) else v for k, v in (files or {}).items()

@@ -129,14 +129,31 @@ def _group_change(
     changed = f"{n_changed} changed" if n_added and n_changed else _count(n_changed, "changed")
     parts = [_count(n_added, "added"), changed]
     text = " and ".join(p for p in parts if p)
-    root = f", with {group.root.name} {group.root.version}" if group.root else ""
     when = f" at {group.installed_at}" if group.installed_at else ""
-    return AREA.change(
-        subject=f"{len(members)} packages",
-        members=members,
-        # an install not yet run has no time, and is said as one to come
-        why=f"would come in together: {text}{root}" if planned else f"{text} together{root}{when}",
-    )
+    tops = group.tops()
+    if planned:  # an install not yet run has no time, and is said as one to come
+        root = f", with {tops[0].name} {tops[0].version}" if group.root else ""
+        why = f"would come in together: {text}{root}"
+    elif tops:
+        why = _brought(tops, members) + when
+    else:
+        why = f"{text} together{when}"
+    return AREA.change(subject=f"{len(members)} packages", members=members, why=why)
+
+
+def _brought(tops: Sequence[Distribution], members: Sequence[Member]) -> str:
+    """``vllm 0.33.0 and the 134 packages it brought (124 added, 10 changed)``: the install
+    named for what it was for, the root (or the roots, when several share it)."""
+    names = " and ".join(f"{t.name} {t.version}" for t in tops)
+    mine = {t.name for t in tops}
+    rest = [m for m in members if m.name not in mine]
+    n_added = sum(m.added for m in rest)
+    counts = ", ".join(p for p in (f"{n_added} added" if n_added else "",
+                                   f"{len(rest) - n_added} changed" if len(rest) > n_added else "")
+                       if p)  # fmt: skip
+    they = "it" if len(tops) == 1 else "they"
+    what = "package" if len(rest) == 1 else f"{len(rest)} packages"
+    return f"{names} and the {what} {they} brought ({counts})"
 
 
 def _count(n: int, verb: str) -> str:

@@ -10,8 +10,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from envguard import catalog
-from envguard.model import Distribution
+from envguard import catalog, requirements
+from envguard.model import Distribution, PythonInfo
 from envguard.redact import strip_url_credentials
 
 _HEADER_CHUNK = 16384
@@ -54,6 +54,26 @@ def scan_inherited(
                 found[dist.name] = dist
                 where[dist.name] = site
     return tuple(found[k] for k in sorted(found)), where
+
+
+def in_effect(
+    dists: tuple[Distribution, ...], inherited: tuple[Distribution, ...], python: PythonInfo
+) -> tuple[tuple[Distribution, ...], tuple[Distribution, ...]]:
+    """Both sets, each distribution's requirements cut to the lines in effect in this venv
+    (:func:`envguard.requirements.in_effect`): the venv's own and what it inherits are one
+    environment, whose extras any of them may ask for."""
+    env = requirements.marker_environment(python.version, python.implementation)
+    kept = requirements.in_effect({d.name: d.requires for d in (*inherited, *dists)}, env)
+
+    def cut(group: tuple[Distribution, ...]) -> tuple[Distribution, ...]:
+        # replace() costs 10 µs a record: only where a line went (5,000 plain dists, none)
+        return tuple(
+            d if kept.get(d.name, d.requires) == d.requires
+            else dataclasses.replace(d, requires=kept[d.name])
+            for d in group
+        )  # fmt: skip
+
+    return cut(dists), cut(inherited)
 
 
 def key_libraries(dists: tuple[Distribution, ...]) -> dict[str, str]:
@@ -121,7 +141,7 @@ def _read(meta_dir: str, mtime: float) -> Distribution:
         format="dist-info" if is_dist_info else "egg-info",
         installed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(mtime))) if mtime else "",
         direct_url=direct_url,
-        requires=tuple(r for r in headers.requires if "extra" not in r),
+        requires=tuple(headers.requires),  # every line: in_effect() keeps what holds
         problem=problem,
     )
 
