@@ -16,6 +16,7 @@ config are relative to the project's root.
     ignore-env = ["WANDB_*"]                 # variables not to judge (globs)
     ignore-paths = ["notebooks/*"]           # code paths not to judge (globs)
     cache-dirs = ["/scratch/aot-cache"]      # custom caches restore --cache fills, bisect stands in
+    cache-store = "/shared/envguard-caches"  # where snapshot --save-cache puts the archive
     fail-on-code = true                      # guard() stops for an edit of the code too
 
     [tool.envguard.tools]                    # tool venvs beside the training venv
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 _KEYS = {
     "venv", "lockfiles", "lock", "fail-on", "only", "ignore", "ignore-env", "ignore-paths",
-    "tools", "cache-dirs", "fail-on-code",
+    "tools", "cache-dirs", "fail-on-code", "cache-store",
 }  # fmt: skip
 
 
@@ -61,6 +62,9 @@ class Config:
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cache_dirs: tuple[Path, ...] = ()  # custom caches a lockfile may name for restore --cache
     fail_on_code: bool = False  # guard() stops for an edit of the training code too
+    # a folder the team shares (a mounted filesystem): --save-cache archives go there, by
+    # hash, instead of beside the lock, and restore and bisect look there for them
+    cache_store: Path | None = None
 
     def judging(self) -> Config:
         """This config, if it leaves an area to judge: judging none would say "No drift"
@@ -170,6 +174,7 @@ def _from_table(root: Path, source: str, t: dict[str, Any]) -> Config:
         tools=_tools(t.get("tools", {}), f"{where}.tools"),
         cache_dirs=_paths(root, t.get("cache-dirs", []), f"{where}.cache-dirs"),
         fail_on_code=_flag(t.get("fail-on-code", False), f"{where}.fail-on-code"),
+        cache_store=_store(root, t.get("cache-store"), f"{where}.cache-store"),
     )
 
 
@@ -182,8 +187,10 @@ def _from_environ(cfg: Config, env: Mapping[str, str]) -> Config:
         return [v.strip() for v in (value or "").split(",") if v.strip()]
 
     venv, lockfiles, lock = get("VENV"), get("LOCKFILES"), get("LOCK")
+    store = get("CACHE_STORE")
     return replace(
         cfg,
+        cache_store=_store(cfg.root, store, "ENVGUARD_CACHE_STORE") if store else cfg.cache_store,
         venv=Path(venv) if venv else cfg.venv,
         lockfiles=Path(lockfiles) if lockfiles else cfg.lockfiles,
         lock=Path(lock) if lock else cfg.lock,
@@ -204,6 +211,22 @@ def _path(root: Path, value: object, where: str) -> Path | None:
         raise ConfigError(f"{where}: expected a path, got {value!r}")
     path = Path(value).expanduser()
     return path if path.is_absolute() else root / path
+
+
+def _store(root: Path, value: object, where: str) -> Path | None:
+    """A folder, or a ``file://`` URL of one. An object store's URL needs a client envguard
+    does not ship: refused by name, never read as a folder called ``s3:``."""
+    if isinstance(value, str) and "://" in value:
+        from urllib.parse import unquote, urlsplit
+
+        url = urlsplit(value)
+        if url.scheme != "file" or url.netloc not in ("", "localhost"):
+            raise ConfigError(
+                f"{where}: {value!r}: only a folder (a shared filesystem) or a file:// URL; "
+                "mount an object store (s3fs, gcsfuse) and name its folder"
+            )
+        value = unquote(url.path)
+    return _path(root, value, where)
 
 
 def _paths(root: Path, value: object, where: str) -> tuple[Path, ...]:

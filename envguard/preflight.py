@@ -54,8 +54,9 @@ class Command:
 class Planned:
     name: str
     version: str
-    requires: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # as the installer's report has them; forecast() cuts them
     requested: bool = False
+    extras: tuple[str, ...] = ()  # the extras the command asked of it (pip's requested_extras)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -282,20 +283,35 @@ def _parse_pip(text: str) -> list[Planned]:
             Planned(
                 name=catalog.canonical(meta["name"]),
                 version=meta["version"],
-                requires=tuple(r for r in meta.get("requires_dist") or [] if "extra" not in r),
+                requires=tuple(meta.get("requires_dist") or ()),
                 requested=bool(item.get("requested")),
+                extras=tuple(item.get("requested_extras") or ()),
             )
         )
     return out
 
 
 def forecast(before: Snapshot, planned: Sequence[Planned]) -> Forecast:
+    planned = in_effect(before, planned)
     after = predict(before, planned)
     report = drift.compare(before, after, planned=True)
     return Forecast(
         report=dataclasses.replace(report, new="after this install"),
         reasons=tuple(_reasons(before, after, planned)),
     )
+
+
+def in_effect(before: Snapshot, planned: Sequence[Planned]) -> list[Planned]:
+    """The plan with each package's requirements cut to the lines in effect in the venv it
+    would leave, as a snapshot records them (:func:`envguard.requirements.in_effect`): the
+    extras the command asked for count, as the installer's report says them."""
+    env = requirements.marker_environment(before.python.version, before.python.implementation)
+    mine = {p.name for p in planned}
+    lines = {d.name: d.requires for d in before.packages if d.name not in mine}
+    lines.update({p.name: p.requires for p in planned})
+    asked = tuple(f"{p.name}[{','.join(p.extras)}]" for p in planned if p.extras)
+    kept = requirements.in_effect(lines, env, asked=asked)
+    return [dataclasses.replace(p, requires=kept[p.name]) for p in planned]
 
 
 def predict(before: Snapshot, planned: Sequence[Planned]) -> Snapshot:

@@ -7,6 +7,7 @@ the specifier is parsed by packaging only when a version must be tested against 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -78,29 +79,36 @@ def marker_environment(python_version: str, implementation: str) -> dict[str, st
 
 
 def in_effect(
-    requires: dict[str, tuple[str, ...]], env: dict[str, str]
+    requires: dict[str, tuple[str, ...]], env: dict[str, str], *, asked: Iterable[str] = ()
 ) -> dict[str, tuple[str, ...]]:
     """Each distribution's Requires-Dist lines that hold in this environment: their markers
     true, the lines of an extra kept when a line in effect asks for that extra (``fastapi
     [standard]`` makes fastapi's ``extra == "standard"`` lines count), to a fixed point. An
-    extra asked for on a command line is known to no distribution, and its lines stay out.
+    extra asked for on a command line is known to no distribution, and its lines stay out,
+    unless ``asked`` has it (``vllm[audio]``: what an installer's report says was asked for).
     A marker that does not parse is kept: it is no evidence against the line."""
     frozen = tuple(sorted(env.items()))
     index = {name: _Lines(lines) for name, lines in requires.items()}
     wanted: dict[str, set[str]] = {name: set() for name in requires}
     todo: list[tuple[str, str]] = [(name, "") for name in requires]
     kept: dict[str, dict[str, None]] = {name: {} for name in requires}
+
+    def ask(line: str) -> None:  # the extras a line in effect asks of a distribution here
+        for dep, extras in _asks(line):
+            for e in extras - wanted.get(dep, extras):
+                wanted[dep].add(e)
+                todo.append((dep, e))
+
+    for line in asked:
+        ask(line)
     while todo:
         name, extra = todo.pop()
         for line in index[name].holding(extra, frozen):
-            if line in kept[name]:
-                continue
-            kept[name][line] = None
-            for dep, extras in _asks(line):
-                for e in extras - wanted.get(dep, extras):
-                    wanted[dep].add(e)
-                    todo.append((dep, e))
-    return {name: tuple(lines) for name, lines in kept.items()}
+            if line not in kept[name]:
+                kept[name][line] = None
+                ask(line)
+    # in the order the METADATA has them, whichever pass kept them
+    return {name: tuple(ln for ln in requires[name] if ln in kept[name]) for name in requires}
 
 
 class _Lines:

@@ -148,3 +148,25 @@ def test_the_shells_pip_settings_do_not_move_the_forecast(
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "would replace torch 2.11.0+cu128 with 2.14.1+cu130" in done.stdout
+
+
+def test_the_plan_s_requirements_are_those_in_effect_with_the_extras_asked() -> None:
+    """pip's report gives every Requires-Dist line and the extras the command asked for: the
+    forecast ties packages by the lines in effect, as a snapshot of the result would."""
+    from tests.factories import base
+
+    planned = [
+        preflight.Planned(
+            name="vllm", version="0.33.0", requested=True, extras=("Audio",),
+            requires=("fastapi[standard]>=0.1", "pandas; extra == 'bench'",
+                      "torchaudio==2.11.0; extra == 'audio'", "pydantic-extra-types"),
+        ),
+        preflight.Planned(name="fastapi", version="0.136.0",
+                          requires=('uvicorn; extra == "standard"', 'orjson; extra == "all"')),
+    ]  # fmt: skip
+    kept = {p.name: p.requires for p in preflight.in_effect(base(), planned)}
+    assert kept == {
+        "vllm": ("fastapi[standard]>=0.1", "torchaudio==2.11.0; extra == 'audio'",
+                 "pydantic-extra-types"),
+        "fastapi": ('uvicorn; extra == "standard"',),
+    }  # fmt: skip

@@ -119,6 +119,12 @@ def test_the_thread_count_is_named_alone_among_harmless_drifts(
         pytest.skip("one core: the thread count costs nothing to find")
     monkeypatch.chdir(project.root)
     code, doc, err = project.bisect()
+    if code == 1 and doc.get("stop") in ("unlike-lock", "cannot-tell"):
+        # a shared 2-core runner loses a core to its neighbours for seconds at a time (seen
+        # in CI: GOOD 170.6 GFLOP/s beside the 182.1 its lock recorded): bisect says it
+        # cannot tell, with the figures, which is right there; asked once more, it must tell
+        assert doc["notes"], doc
+        code, doc, err = project.bisect()
     assert code == 0, (err, doc.get("stop"), doc.get("notes"), doc.get("trials"))
     assert {m["subject"] for m in doc["moves"]} >= {
         "helper", "uncommitted patch", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,7 @@ def _saved(project: Project) -> Path:
 def test_save_cache_then_commit_commits_no_archive(project: Project) -> None:
     code, out, err = invoke("snapshot", "--save-cache", env=project.activated())
     assert code == 0, err
-    assert "kept out of git by a line added to lockfiles/.gitignore" in out
+    assert "added to lockfiles/.gitignore, so git leaves it out: commit that file too" in out
     archive = project.lock.with_name(ARCHIVE)
     data = archive.read_bytes()
     saved = lockfile.read(project.lock).saved_caches
@@ -173,3 +174,63 @@ def test_an_older_schema_cannot_carry_the_record(project: Project) -> None:
     project.lock.write_text("schema = 3\n" + text.removeprefix("schema = 4\n"))
     code, _, err = invoke("diff", env=project.activated())
     assert code == 2 and "a [saved_caches] table in a schema 3 lock" in err, err
+
+
+# --- a cache store: a folder the team shares ---------------------------------------------------
+
+
+def _store(project: Project, tmp_path: Path) -> Path:
+    store = tmp_path / "shared" / "envguard-caches"
+    store.mkdir(parents=True)
+    project.write("envguard.toml", f'cache-store = "{store}"\n')
+    return store
+
+
+def test_a_cache_store_holds_the_archive_by_its_hash(project: Project, tmp_path: Path) -> None:
+    store = _store(project, tmp_path)
+    code, out, err = invoke("snapshot", "--save-cache", env=project.activated())
+    assert code == 0, err
+    assert "in the project's cache-store, under its hash" in " ".join(out.split())
+    saved = lockfile.read(project.lock).saved_caches
+    assert saved is not None
+    (archive,) = store.iterdir()
+    assert archive.name == f"{saved.sha256}.envguard-caches.tar.gz"
+    assert hashlib.sha256(archive.read_bytes()).hexdigest() == saved.sha256
+    assert sorted(p.name for p in project.lock.parent.iterdir()) == [project.lock.name]
+    # restore finds it there; a second snapshot of the same caches, seconds later, makes
+    # the same bytes (no time in the archive's header): the one file
+    shutil.rmtree(project.cache)
+    code, out, err = invoke("restore", "--cache", env=project.activated())
+    assert code == 0 and "Restored cache: inductor" in out, err
+    time.sleep(1.1)
+    project.snapshot("--save-cache")
+    assert [p.name for p in store.iterdir()] == [archive.name]
+
+
+def test_a_teammate_without_the_store_is_told_where_to_look(
+    project: Project, tmp_path: Path
+) -> None:
+    _store(project, tmp_path)
+    project.snapshot("--save-cache")
+    (project.root / "envguard.toml").unlink()
+    code, _, err = invoke("restore", "--cache", "--dry-run", env=project.activated())
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no cache-store is set" in err and "sha256 " in err
+    # ENVGUARD_CACHE_STORE names it as the config would
+    store = tmp_path / "shared" / "envguard-caches"
+    env = {**project.activated(), "ENVGUARD_CACHE_STORE": f"file://{store}"}
+    code, out, err = invoke("restore", "--cache", "--dry-run", env=env)
+    assert code == 0 and "inductor" in out, err
+
+
+def test_a_store_that_is_not_mounted_writes_nothing(project: Project, tmp_path: Path) -> None:
+    project.write("envguard.toml", f'cache-store = "{tmp_path / "not-mounted"}"\n')
+    code, _, err = invoke("snapshot", "--save-cache", env=project.activated())
+    assert code == 2 and "no such folder (is the shared filesystem mounted?)" in err, err
+    assert not (tmp_path / "not-mounted").exists()
+
+
+def test_an_object_store_url_is_refused_by_name(project: Project) -> None:
+    project.write("envguard.toml", 'cache-store = "s3://team-bucket/caches"\n')
+    code, _, err = invoke("snapshot", "--save-cache", env=project.activated())
+    assert code == 2 and "only a folder (a shared filesystem) or a file:// URL" in err, err

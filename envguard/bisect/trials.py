@@ -84,6 +84,7 @@ class Sides:
     bad: Snapshot
     environ: Mapping[str, str]  # the live environment, values whole (the snapshot's redacted)
     cwd: Path  # where the user runs bisect: the command runs from the same place in the copy
+    cache_store: Path | None = None  # the project's cache store: GOOD's archive may be there
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1007,6 +1008,7 @@ def unpack_warm(
     into: Path,
     environ: Mapping[str, str],
     cache_dirs: Iterable[Path] = (),
+    store: Path | None = None,
 ) -> dict[str, Path]:
     """The lock's saved caches, unpacked once into the work folder, as the archive holds
     them (by :func:`envguard.drift.caches.key`): every trial gets a copy. restore --cache
@@ -1026,6 +1028,8 @@ def unpack_warm(
     movable = {*cache_namers(good, environ), *in_place(good, environ, cache_dirs)}
     customs = [c for c in good.caches if c.kind == "custom" and key(c) in movable]
     into_custom = {c.path: into / f"custom-{i}" for i, c in enumerate(customs)}
-    unpacked = cache_archive.restore(lock_path, good, blind, env, custom_into=into_custom)
+    unpacked = cache_archive.restore(
+        lock_path, good, blind, env, custom_into=into_custom, store=store
+    )
     keys = {str(_fs.normal(into_custom[c.path])): key(c) for c in customs}
     return {keys.get(u.path, u.kind): Path(u.path) for u in unpacked}

@@ -63,8 +63,8 @@ def bisect(
     cwd = Path.cwd()
     if recorded is not None and not said and bad.code is not None:
         cwd = benchmark.recorded_cwd(Path(bad.code.root), recorded.cwd) or cwd
-    sides = trials.Sides(lock_path=path.absolute(), good=good, bad=bad,
-                         environ=dict(os.environ), cwd=cwd)  # fmt: skip
+    sides = trials.Sides(lock_path=path.absolute(), good=good, bad=bad, environ=dict(os.environ),
+                         cwd=cwd, cache_store=cfg.cache_store)  # fmt: skip
     settings = trials.Settings(command=options.command, metric=pattern, runs=options.runs,
                                timeout=options.timeout, overrides=options.overrides,
                                python=options.python,
@@ -146,7 +146,7 @@ def _moves(
     from envguard.restore import cache_archive
 
     good, bad, environ = sides.good, sides.bad, sides.environ
-    saved = cache_archive.archive_path(sides.lock_path).is_file()
+    saved = cache_archive.located(sides.lock_path, good, sides.cache_store).is_file()
     derived = moves.derive(
         good, bad, warm=moves.saved_caches(good) if saved else (), trust_env=trust_env,
         environ=environ, cache_dirs=cache_dirs,
@@ -154,7 +154,8 @@ def _moves(
     if not any(m.kind == "caches" for m in derived.moves):
         return derived, {}
     try:
-        warm = trials.unpack_warm(sides.lock_path, good, work.root / "warm", environ, cache_dirs)
+        warm = trials.unpack_warm(sides.lock_path, good, work.root / "warm", environ, cache_dirs,
+                                  store=sides.cache_store)  # fmt: skip
     except EnvguardError as exc:
         derived = moves.derive(good, bad, trust_env=trust_env, environ=environ,
                                cache_dirs=cache_dirs)  # fmt: skip

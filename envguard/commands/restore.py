@@ -51,7 +51,7 @@ def prepare(
         caches_step=everything or cache, code_step=everything or code, dry_run=dry_run,
         rebuild=rebuild, force=force, verify_import=verify_import, python=python,
         allow_missing=allow_missing, split=split, lockfiles=cfg.lockfiles,
-        cache_dirs=(*cache_dirs, *cfg.cache_dirs),
+        cache_dirs=(*cache_dirs, *cfg.cache_dirs), cache_store=cfg.cache_store,
     )  # fmt: skip
     the_plan, unchanged = core.prepare(req)
     return RestorePlanned(request=req, plan=the_plan, unchanged=unchanged)

@@ -62,24 +62,30 @@ def take(
     if not save_cache:
         lockfile.write(path, snap)
         return SnapshotDone(lockfile=str(path.absolute()), snapshot=snap, venv_from=chosen.why)
-    return _with_archive(snap, path, chosen.why)
+    return _with_archive(snap, path, chosen.why, cfg.cache_store)
 
 
-def _with_archive(snap: Snapshot, path: Path, venv_from: str) -> SnapshotDone:
-    """The archive first, kept out of git before it lands, then the lock that names it by
-    hash: a lock on disk never names an archive that is not there yet."""
+def _with_archive(snap: Snapshot, path: Path, venv_from: str, store: Path | None) -> SnapshotDone:
+    """The archive first (into the project's cache store, else beside the lock, kept out of
+    git before it lands), then the lock that names it by hash: a lock on disk never names
+    an archive that is not there yet."""
     from envguard import gitignore
     from envguard.restore import cache_archive
 
     data = cache_archive.pack(snap)
-    snap = dataclasses.replace(snap, saved_caches=cache_archive.saved(data))
-    kept = gitignore.keep_out(cache_archive.archive_path(path))
-    archive, size = cache_archive.save(snap, path, data)
+    saved = cache_archive.saved(data)
+    snap = dataclasses.replace(snap, saved_caches=saved)
+    kept = None
+    if store is not None:
+        archive = cache_archive.save_to_store(data, saved, store)
+    else:
+        kept = gitignore.keep_out(cache_archive.archive_path(path))
+        archive, _ = cache_archive.save(snap, path, data)
     lockfile.write(path, snap)
     return SnapshotDone(
         lockfile=str(path.absolute()), snapshot=snap,
-        archive=str(archive.absolute()), archive_bytes=size, venv_from=venv_from,
-        gitignore=str(kept.gitignore) if kept else None,
+        archive=str(archive.absolute()), archive_bytes=len(data), venv_from=venv_from,
+        in_store=store is not None, gitignore=str(kept.gitignore) if kept else None,
         gitignore_added=bool(kept and kept.added), archive_tracked=bool(kept and kept.tracked),
     )  # fmt: skip
 

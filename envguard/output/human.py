@@ -293,13 +293,15 @@ class Human:
 
     def _kept_out(self, r: SnapshotDone) -> Iterator[str]:
         """Whether git will leave the archive out of a commit, and what to do if not."""
-        if r.archive_tracked:
+        if r.in_store:
+            said = "in the project's cache-store, under its hash: the lock finds it there"
+        elif r.archive_tracked:
             said = (f"git tracks it all the same (committed before): `git rm --cached "
                     f"{_p(r.archive or '')}` and commit, or every clone carries it")  # fmt: skip
         elif r.gitignore and r.gitignore_added:
-            said = f"kept out of git by a line added to {_p(r.gitignore)}: commit it with the lock"
+            said = f"added to {_p(r.gitignore)}, so git leaves it out: commit that file too"
         elif r.gitignore:
-            said = f"kept out of git by {_p(r.gitignore)}"
+            said = f"git leaves it out ({_p(r.gitignore)})"
         else:
             return
         yield from wrap(said, self.p.width, 4, first="  ")

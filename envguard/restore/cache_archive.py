@@ -75,7 +75,12 @@ def pack(snap: Snapshot) -> bytes:
         raise CacheArchiveError("no compile cache with entries to save")
     buf = io.BytesIO()
     manifest = []
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+    # the same caches make the same bytes (gzip's header keeps no time): the same hash, one
+    # file in a cache store however often they are saved
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=6, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
         for i, cache in enumerate(caches):
             folder = f"{i}-{cache.kind}"
             manifest.append({"folder": folder, **cache.to_dict()})
@@ -99,6 +104,50 @@ def saved(data: bytes) -> SavedCaches:
     return SavedCaches(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
 
 
+def store_name(saved: SavedCaches) -> str:
+    """An archive's name in a cache store: its hash, so that two locks never overwrite each
+    other's and a lock finds its own whatever the lock is called on the reader's side."""
+    return f"{saved.sha256}.envguard-caches.tar.gz"
+
+
+def located(lock_path: Path, lock: Snapshot, store: Path | None) -> Path:
+    """Where the lock's archive is: beside the lock, else, when the lock records it by hash
+    and the project has a cache store, in the store. The archive is checked by that hash
+    where it is read, wherever it was found."""
+    beside = archive_path(lock_path)
+    saved = lock.saved_caches
+    if store is None or saved is None:
+        return beside
+    with contextlib.suppress(OSError):
+        if beside.stat().st_size == saved.bytes:
+            return beside
+    return store / store_name(saved)
+
+
+def save_to_store(data: bytes, saved: SavedCaches, store: Path) -> Path:
+    """The archive written into the cache store (a folder that must be there: an unmounted
+    share would otherwise fill the local disk unseen); one already there with this hash is
+    kept."""
+    if not store.is_dir():
+        raise CacheArchiveError(
+            f"cache-store {store}: no such folder (is the shared filesystem mounted?)"
+        )
+    target = store / store_name(saved)
+    with contextlib.suppress(OSError):
+        if target.stat().st_size == saved.bytes and _sha256_of(target) == saved.sha256:
+            return target
+    atomic_write(target, data)
+    return target
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def save(snap: Snapshot, lock_path: Path, data: bytes | None = None) -> tuple[Path, int]:
     """Write the archive of ``snap``'s caches (``data``, else packed now) beside its lock;
     returns the archive and its size in bytes."""
@@ -106,6 +155,21 @@ def save(snap: Snapshot, lock_path: Path, data: bytes | None = None) -> tuple[Pa
     target = archive_path(lock_path)
     atomic_write(target, data)
     return target, len(data)
+
+
+def missing(lock_path: Path, lock: Snapshot, store: Path | None) -> str:
+    """Why there is no archive to unpack, and where to look."""
+    beside = archive_path(lock_path)
+    saved = lock.saved_caches
+    if saved is None:
+        return f"{beside}: no saved caches (envguard snapshot --save-cache)"
+    what = f"the lock's archive ({human_bytes(saved.bytes)}, sha256 {saved.sha256[:12]})"
+    if store is None:
+        return (
+            f"{beside}: not here, and no cache-store is set: {what} may be in the store it "
+            "was saved to (cache-store in [tool.envguard], or ENVGUARD_CACHE_STORE)"
+        )
+    return f"{what} is neither beside the lock nor in the cache store {store}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,15 +195,17 @@ def restore(
     allowed: Iterable[Path] = (),
     custom_into: Mapping[str, Path] | None = None,
     dry_run: bool = False,
+    store: Path | None = None,
 ) -> list[Unpacked]:
     """Unpack the saved caches of ``lock`` where this environment's torch and Triton will
     look for them (or into the custom cache folders in ``allowed``), if (and only if) their
     entries will be reused by ``live``. ``custom_into``: each custom cache's folder (as the
     lock records it) → a folder of envguard's to unpack it into instead; given, the custom
-    caches it leaves out are not unpacked. ``dry_run``: every check, nothing written."""
-    archive = archive_path(lock_path)
+    caches it leaves out are not unpacked. ``dry_run``: every check, nothing written.
+    ``store``: the project's cache store, where the archive is when it is not beside."""
+    archive = located(lock_path, lock, store)
     if not archive.is_file():
-        raise CacheArchiveError(f"{archive}: no saved caches (envguard snapshot --save-cache)")
+        raise CacheArchiveError(missing(lock_path, lock, store))
     environ = environ if environ is not None else dict(os.environ)
     here = {k: normal(p) for k, p in default_paths(environ).items()}
     try:

@@ -36,16 +36,19 @@ def put_back(
     optional: bool = False,
     allowed: tuple[Path, ...] = (),
     rebuilds_venv: bool = False,
+    store: Path | None = None,
 ) -> CacheStep:
     """``allowed``: the custom cache folders the user lets a lockfile name. A dry run makes
     the real run's every check, so that it refuses what that refuses, in the same words;
     ``rebuilds_venv``: a dry run of a restore that rebuilds the venv first, whose caches are
     checked against the lock's packages, as the real run checks them against the new venv."""
-    archive = cache_archive.archive_path(lock_path)
+    archive = cache_archive.located(lock_path, locked, store)
     if optional and not archive.is_file():
         return CacheStep(archive=str(archive), dry_run=dry_run, missing=True)
     live = _as_restored(locked) if rebuilds_venv else _live(venv)
-    unpacked = cache_archive.restore(lock_path, locked, live, allowed=allowed, dry_run=dry_run)
+    unpacked = cache_archive.restore(
+        lock_path, locked, live, allowed=allowed, dry_run=dry_run, store=store
+    )
     return CacheStep(
         archive=str(archive),
         dry_run=dry_run,

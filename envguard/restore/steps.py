@@ -65,6 +65,7 @@ class Request:
     split: str | None = None  # the old venv becomes this tool instead of a backup
     lockfiles: Path = Path("lockfiles")  # where a split tool's lock goes
     cache_dirs: tuple[Path, ...] = ()  # custom cache folders the user lets the lock name
+    cache_store: Path | None = None  # the project's cache store: the archive may be there
 
     @property
     def target(self) -> Path:
@@ -209,7 +210,7 @@ def _caches(
     optional = req.venv_step and req.code_step
     step = cache_part.put_back(
         req.lock_path, req.lock, req.target, dry_run=req.dry_run, optional=optional,
-        allowed=req.cache_dirs, rebuilds_venv=rebuilds,
+        allowed=req.cache_dirs, rebuilds_venv=rebuilds, store=req.cache_store,
     )  # fmt: skip
     tell(step)
     return replace(result, caches=step)

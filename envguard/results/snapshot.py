@@ -21,6 +21,7 @@ class SnapshotDone(Result):
     snapshot: Snapshot
     archive: str | None = None
     archive_bytes: int = 0
+    in_store: bool = False  # the archive went to the project's cache store, by its hash
     gitignore: str | None = None  # the .gitignore that keeps the archive out of git
     gitignore_added: bool = False  # this snapshot wrote its line there
     archive_tracked: bool = False  # git versions the archive all the same (committed before)
@@ -36,6 +37,7 @@ class SnapshotDone(Result):
         out = {"lockfile": self.lockfile, **self.snapshot.to_dict()}
         if self.archive:
             out["archive"] = self.archive
+            out["archive_in_store"] = self.in_store
             out["gitignore"] = self.gitignore
             out["archive_tracked"] = self.archive_tracked
         return out
