@@ -14,6 +14,7 @@ tell the root of an installed group, since uv writes it for dependencies too.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,10 +49,13 @@ class InstallGroup:
         reaches every other member: its requirements do, or its command brought them."""
         if self.root is not None:
             return (self.root,) if self.root.name != name else ()
-        needs: dict[str, set[str]] = {}
-        for requirer, dep, _ in self.edges:
-            needs.setdefault(requirer, set()).add(dep)
-        return tuple(t for t in self.tops() if t.name != name and name in _closure(t.name, needs))
+        return tuple(t for t in self.roots if t.name != name and name in self._reach[t.name])
+
+    @functools.cached_property
+    def _reach(self) -> dict[str, set[str]]:
+        """Each shared root's closure, walked once for all the members asked about."""
+        needs = _needs(self.edges)
+        return {t.name: _closure(t.name, needs) for t in self.roots}
 
 
 def install_groups(
@@ -166,9 +170,7 @@ def _shared_roots(
     them: the things one command (or a few, close together) asked for."""
     if len(members) < 3:
         return ()
-    needs: dict[str, set[str]] = {}
-    for requirer, dep, _ in edges:
-        needs.setdefault(requirer, set()).add(dep)
+    needs = _needs(edges)
     pulled = {dep for _, dep, _ in edges}
     tops = [d for d in members if d.name not in pulled]
     if len(tops) < 2:
@@ -184,9 +186,7 @@ def _root(
 ) -> Distribution | None:
     if len(members) < 2:
         return None
-    needs: dict[str, set[str]] = {}
-    for requirer, dep, _ in edges:
-        needs.setdefault(requirer, set()).add(dep)
+    needs = _needs(edges)
     names = {d.name for d in members}
     pulled = {dep for _, dep, _ in edges}
     # only a member nothing brought can reach every other (or any of a cycle): a group of
@@ -199,6 +199,14 @@ def _root(
     # requirements): everything else came for it. Installed uv groups are all REQUESTED.
     wanted = [d for d in members if d.requested] if asked else []
     return wanted[0] if len(wanted) == 1 else None
+
+
+def _needs(edges: Iterable[Edge]) -> dict[str, set[str]]:
+    """Each requirer → the members it brought."""
+    out: dict[str, set[str]] = {}
+    for requirer, dep, _ in edges:
+        out.setdefault(requirer, set()).add(dep)
+    return out
 
 
 def _closure(name: str, needs: Mapping[str, set[str]]) -> set[str]:
