@@ -61,6 +61,7 @@ class Price(Record):
     moved: tuple[Moved, ...] = ()  # what the install changed there, the ML stack first
     why: str = ""  # a side that broke: what it said
     seconds: float = 0.0
+    notes: tuple[str, ...] = ()  # what may make the price untrue (a command not read into)
 
     @property
     def change(self) -> float | None:
@@ -72,7 +73,7 @@ class Price(Record):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "moved": [m.to_dict() for m in self.moved],
-                "why": self.why, "change": self.change}  # fmt: skip
+                "why": self.why, "change": self.change, "notes": list(self.notes)}  # fmt: skip
 
     def cost(self) -> float:
         """How much worse the after side measured, as a share of the before side (0 where
@@ -141,7 +142,15 @@ def price(
         direction=bench.direction, unit=bench.unit,
         before=before.measured.values, after=after.measured.values,
         moved=runner.moved, why=after.measured.failure, seconds=time.monotonic() - started,
+        notes=(*runner.notes, *_reaching(runner)),
     )  # fmt: skip
+
+
+def _reaching(runner: trials.Trials) -> tuple[str, ...]:
+    reaching = runner.reaching()
+    if not reaching:
+        return ()
+    return (f"both copies may measure the live venv, not their own: {'; '.join(reaching)}",)
 
 
 def _unmeasured(side: str, measured: search.Measured) -> str:

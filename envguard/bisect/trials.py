@@ -17,7 +17,9 @@ A trial has its own of everything, so that nothing of the user's is touched:
   the copy;
 - the environment: the live one (variables envguard does not record pass through), with
   GOOD's value of each recorded variable whose move is not applied, activated as in the
-  trial's venv (``VIRTUAL_ENV``, ``PATH``).
+  trial's venv (``VIRTUAL_ENV``, ``PATH`` without the live venv's ``bin``);
+- the command's words that name the live venv's interpreter or scripts pointed at the
+  trial's (:mod:`envguard.bisect.command`).
 
 The work folder is envguard's cache folder's ``bisect/`` (or ``--keep DIR``); each trial's
 copy of the code and venv go when the trial ends, and everything when the bisect ends, however it
@@ -44,6 +46,7 @@ from types import TracebackType
 from envguard import _fs, _git, _run, catalog, variables
 from envguard import uv as uv_backend
 from envguard._confine import Root
+from envguard.bisect import command as commands
 from envguard.bisect import metric, standin
 from envguard.bisect.moves import (
     CACHE_VARS,
@@ -334,6 +337,10 @@ class Trials:
         if why and not self.overrides.no_index:  # some pins must come from uv's cache
             self.notes.append(why)
         self.code = _Code(sides, self.moves, self.notes) if _has_code(sides) else None
+        self.live = commands.Live.of((sides.good.venv.path, sides.bad.venv.path), sides.cwd)
+        wrapper = commands.opaque(settings.command, self.live)
+        if wrapper:
+            self.notes.append(_opaque_note(wrapper))
         self.untouched = Untouched(self._copies(), spared=self._spared())
 
     def _copies(self) -> dict[Path, list[Path]]:
@@ -494,7 +501,8 @@ class Trials:
         t.spent += time.monotonic() - started
 
     def _run_once(self, t: _Trial, env: dict[str, str], cwd: Path, place: Path) -> metric.Run:
-        command = self.settings.command
+        assert t.venv is not None
+        command = self.command_in(t.venv)
         if t.tree is not None and self.code is not None:
             command = _command_in(command, self.code.root, t.tree)
         place.mkdir(parents=True, exist_ok=True)
@@ -513,6 +521,17 @@ class Trials:
         output = place / "output"
         self.work.scrub(output.with_suffix(".stdout"), output.with_suffix(".stderr"))
         return metric.read(self.settings.metric, done.returncode, done.stdout, done.stderr)
+
+    def command_in(self, venv: Path) -> tuple[str, ...]:
+        """The command as it runs in the trial's ``venv``: its words that name the live
+        venv's interpreter or scripts pointed at the trial's."""
+        return commands.in_copy(self.settings.command, self.live, venv)
+
+    def reaching(self) -> list[str]:
+        """What of the runs still reaches the live venv, as they ran: the likeliest cause of a
+        GOOD that measures as BAD."""
+        return commands.reaching(self.settings.command, (self.sides.environ,
+                                 self.sides.good.environ), self.live)  # fmt: skip
 
     def _cwd(self, tree: Path | None) -> Path:
         """The command runs where the user is, in the trial's copy of the repository."""
@@ -542,6 +561,7 @@ class Trials:
         env.update(self._customs(applied, room))
         if tree is not None and self.code is not None and env.get("PYTHONPATH"):
             env["PYTHONPATH"] = _rebased(env["PYTHONPATH"], self.code.root, tree)
+        env["PATH"] = commands.off_path(env.get("PATH", ""), self.live)
         return _run.activated(env, venv)
 
     def _caches(self, applied: frozenset[Move], room: Root) -> dict[str, str]:
@@ -868,6 +888,14 @@ def _command_in(argv: tuple[str, ...], root: Path, tree: Path) -> tuple[str, ...
             arg = flag + eq + _in_tree(value, root, tree)
         out.append(arg)
     return tuple(out)
+
+
+def _opaque_note(wrapper: str) -> str:
+    return (
+        f"`{wrapper}` runs as it is: envguard cannot read into it to tell whether it runs each "
+        "trial's venv or reaches the live one (name the interpreter in the command, "
+        "`python bench.py`, and envguard points it at each trial's)"
+    )
 
 
 def _has_code(sides: Sides) -> bool:

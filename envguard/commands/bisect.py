@@ -101,7 +101,7 @@ def bisect(
         seconds=time.monotonic() - started, work=str(work.root) if options.keep else "",
         recorded=recorded, within=options.good_within,
     )  # fmt: skip
-    return _ended(done, outcome, sides, Path(venv_path))
+    return _ended(done, outcome, sides, Path(venv_path), runner.reaching())
 
 
 def _benchmark(options: Options, bench: Benchmark | None) -> tuple[Options, Benchmark | None, bool]:
@@ -192,18 +192,32 @@ def _rows(outcome: search.Outcome[moves.Move], runner: trials.Trials) -> tuple[T
 
 
 def _ended(
-    done: BisectDone, outcome: search.Outcome[moves.Move], sides: trials.Sides, venv: Path
+    done: BisectDone,
+    outcome: search.Outcome[moves.Move],
+    sides: trials.Sides,
+    venv: Path,
+    reaching: list[str],
 ) -> BisectDone:
+    """The result, as the search ended; ``reaching``: what of the runs reaches the live
+    venv, said first where GOOD measured as it should not."""
     refusal = _refusal(done, outcome)
     if refusal:  # an error line, the only thing said: what bisect noted may be why
         said = f"{refusal} ({'; '.join(done.notes)})" if done.notes else refusal
         return dataclasses.replace(done, refusal=said)
     if outcome.stop in UNTOLD:
-        why = {"cannot-tell": _noise_note, "good-worse": _worse_note}.get(outcome.stop)
-        notes = (*done.notes, why(done) if why else _unlike_note(done, sides))
+        if outcome.stop == "cannot-tell":
+            note = _noise_note(done)
+        elif outcome.stop == "good-worse":
+            note = _worse_note(done, reaching)
+        else:
+            note = _unlike_note(done, sides, reaching)
+        notes = (*done.notes, note)
         return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects, notes=notes)
     if outcome.stop:
-        return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects)
+        notes = done.notes
+        if reaching and outcome.stop == "alike":  # alike as BAD: every trial may be BAD
+            notes = (*notes, _reaching_note(reaching))
+        return dataclasses.replace(done, stop=outcome.stop, suspects=outcome.suspects, notes=notes)
     culprits = tuple(
         Culprit(
             move=m,
@@ -243,18 +257,33 @@ def _noise_note(done: BisectDone) -> str:
     )
 
 
-def _worse_note(done: BisectDone) -> str:
-    """GOOD, as the trials rebuild it, measures worse than BAD: what can do that."""
+def _worse_note(done: BisectDone, reaching: list[str]) -> str:
+    """GOOD, as the trials rebuild it, measures worse than BAD: what can do that, what
+    envguard can check first."""
     unit = f" {done.unit}" if done.unit else ""
-    return (
+    figures = (
         f"GOOD measures {number(done.good)}{unit} and BAD {number(done.bad)}{unit}, each over "
-        f"{done.noise()['good']['runs']} runs: another process on the cores, a variable or file "
-        "the lock never recorded, or a cache cold in the trials can slow GOOD so; bisect again "
-        "on a quiet machine"
+        f"{done.noise()['good']['runs']} runs"
+    )
+    if reaching:
+        return f"{figures}: {_reaching_note(reaching)}"
+    return (
+        f"{figures}: another process on the cores, a variable or file the lock never "
+        "recorded, or a cache cold in the trials can slow GOOD so; bisect again on a quiet "
+        "machine"
     )
 
 
-def _unlike_note(done: BisectDone, sides: trials.Sides) -> str:
+def _reaching_note(reaching: list[str]) -> str:
+    """The command reaches the live venv from every trial, so every trial measures it."""
+    return (
+        f"every trial may measure the live venv, not its own: {'; '.join(reaching)} (write "
+        "the interpreter as `python` or by the venv's path, which envguard points at each "
+        "trial's)"
+    )
+
+
+def _unlike_note(done: BisectDone, sides: trials.Sides, reaching: list[str]) -> str:
     """GOOD, as the trials rebuild it, measures worse than the lock recorded: the figures,
     and what differs from the state the lock was taken in that no trial puts back."""
     assert done.recorded is not None
@@ -264,7 +293,7 @@ def _unlike_note(done: BisectDone, sides: trials.Sides) -> str:
         f"more than {done.within:.0%} from" if done.within is not None else "outside the noise of"
     )
     differs = _machine(sides.good, sides.bad)
-    where = (
+    where = _reaching_note(reaching) if reaching else (
         f"what differs from the machine it was taken on: {'; '.join(differs)}" if differs else
         "nothing envguard records of the machine differs: another process on the cores, a "
         "variable or file the lock never recorded, or a cache cold in the trials can do it"

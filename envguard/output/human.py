@@ -217,6 +217,7 @@ class Human:
         if price.moved:  # the ML stack first; the forecast above lists every package
             names = listing([f"{m.name} {_moved(m)}" for m in price.moved])
             yield from wrap(f"it moves {names}", self.p.width, 4, first="  ")
+        yield from self._notes(price.notes)
         if self.verbosity < 0:
             return
         from envguard.bisect.moves import shell
