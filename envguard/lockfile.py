@@ -1,7 +1,8 @@
 """The lockfile: one schema-versioned TOML file per snapshot, written atomically.
 
-Everything but the ``taken_at`` line is a pure function of the environment, in a stable order,
-so re-snapshotting an unchanged environment changes one line and lockfiles review well in git.
+Everything but the ``taken_at`` line (and the seal's, which hashes it) is a pure function of
+the environment, in a stable order, so re-snapshotting an unchanged environment changes two
+lines and lockfiles review well in git.
 """
 
 from __future__ import annotations
@@ -85,7 +86,90 @@ def dumps(snapshot: Snapshot) -> bytes:
     # tomli-w's layout (envguard._toml renders it faster, byte for byte). Multi-line strings
     # keep patches readable, but tomli-w writes a "\r\n" in them raw and
     # TOML readers turn it into "\n": any carriage return forces escaped one-line strings.
-    return _toml.dumps(doc, multiline_strings=not _has_cr(doc)).encode("utf-8")
+    body = _toml.dumps(doc, multiline_strings=not _has_cr(doc)).encode("utf-8")
+    return _sealed(body, doc)
+
+
+# --- the seal: a lock cut short (an interrupted copy, a truncated download, a merge gone
+# wrong) reads as valid TOML with fewer packages, so envguard's lock opens with a line that
+# counts every table and ends with one that hashes the data it holds. Both are TOML
+# comments: an older envguard, or any TOML reader, reads the lock as before. The hash is of
+# the data, not the bytes: a comment a user adds, or line ends git turns, change nothing.
+_HEAD = b"# envguard lockfile: "
+_HEAD_END = b"; its last line seals it"
+_SEAL = b"# envguard seal: sha256="
+_COUNT = re.compile(rb"^([A-Za-z_][A-Za-z0-9_]*)=([0-9]{1,9})$")
+_SEAL_LINE = re.compile(rb"^# envguard seal: sha256=([0-9a-f]{64})\s*$", re.MULTILINE)
+
+
+def _counts(doc: dict[str, Any]) -> dict[str, int]:
+    """Each top-level table's size: an array's entries, a table's keys."""
+    return {k: len(v) for k, v in doc.items() if isinstance(v, (list, dict))}
+
+
+def _digest(doc: dict[str, Any]) -> str:
+    text = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _sealed(body: bytes, doc: dict[str, Any]) -> bytes:
+    counts = " ".join(f"{k}={n}" for k, n in _counts(doc).items()).encode()
+    head = _HEAD + counts + _HEAD_END + b"\n"
+    return head + body + _SEAL + _digest(doc).encode() + b"\n"
+
+
+def seal(data: bytes) -> bytes:
+    """A lock's TOML (edited by hand, written by another tool) sealed as envguard seals a
+    lock it writes: what a teammate's envguard reads as whole. A seal it had is replaced."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    lines = data.splitlines(keepends=True)
+    body = b"".join(ln for ln in lines if not ln.startswith((_HEAD, _SEAL)))
+    return _sealed(body, tomllib.loads(body.decode("utf-8")))
+
+
+def _expected(data: bytes) -> dict[str, int] | None:
+    """The table sizes the lock's first line says it holds; None: no seal (a lock written
+    before envguard sealed them, or by another tool), whose end cannot be told."""
+    if not data.startswith(_HEAD):
+        return None
+    line = data.split(b"\n", 1)[0].rstrip(b"\r")
+    counts: dict[str, int] = {}
+    if line.endswith(_HEAD_END):
+        for word in line[len(_HEAD) : -len(_HEAD_END)].split():
+            m = _COUNT.match(word)
+            if m is not None:
+                counts[m.group(1).decode()] = int(m.group(2))
+    return counts
+
+
+def _check_seal(data: bytes, doc: dict[str, Any], expected: dict[str, int], source: str) -> None:
+    """A sealed lock holds the data its seal hashes, or is refused: cut short (the seal is
+    gone, and what its first line counts says what is missing) or changed since."""
+    seals = _SEAL_LINE.findall(data)
+    if not seals:
+        raise LockfileError(f"{source}: {_CUT}: {_missing(expected, _counts(doc))}")
+    if len(seals) > 1 or seals[0].decode() != _digest(doc):
+        raise LockfileError(
+            f"{source}: changed since envguard wrote it (its seal, the last line, hashes "
+            "other data: a merge or an edit); take it again with `envguard snapshot`, or "
+            "delete its first and last lines to read it as edited"
+        )
+
+
+_CUT = "cut short (its last line, envguard's seal, is gone: an interrupted copy or download?)"
+
+
+def _missing(expected: dict[str, int], found: dict[str, int]) -> str:
+    """What a lock cut short lacks, against what its first line says it holds."""
+    said = []
+    for name, want in expected.items():
+        have = found.get(name, 0)
+        if have < want:
+            said.append(f"{have} of its {want} {name}" if have else f"its {name}")
+    return ("it lacks " + ", ".join(said)) if said else "every table is there, but not its end"
 
 
 def _has_cr(value: Any) -> bool:
@@ -141,14 +225,19 @@ def loads(data: bytes, source: str = "lockfile", *, remember: bool = True) -> Sn
 
     if not data.strip():
         raise LockfileError(f"{source}: empty file, not a lockfile")
+    expected = _expected(data)
     try:
         doc = _parsed(data, tomllib.loads, remember)
     except UnicodeDecodeError as exc:
         raise LockfileError(f"{source}: not UTF-8 text, not a lockfile") from exc
     except tomllib.TOMLDecodeError as exc:
+        if expected is not None and not _SEAL_LINE.search(data):
+            raise LockfileError(f"{source}: {_CUT}, inside a value") from exc
         raise LockfileError(f"{source}: not valid TOML ({exc}); truncated or damaged?") from exc
     except RecursionError as exc:
         raise LockfileError(f"{source}: nested too deeply to be a lockfile") from exc
+    if expected is not None:
+        _check_seal(data, doc, expected, source)
     schema = doc.pop("schema", None)
     if not isinstance(schema, int) or isinstance(schema, bool):
         raise LockfileError(f"{source}: no integer 'schema' field, not an envguard lockfile")

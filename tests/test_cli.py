@@ -231,7 +231,8 @@ def test_a_lock_to_stdout_appends_to_what_the_shell_opened(tmp_path: Path, venv:
     assert done.returncode == 0, done.stderr
     assert log.stat().st_ino == inode
     text = log.read_text()
-    assert text.startswith("earlier line\nschema = ") and "Snapshot of" not in text
+    assert text.startswith("earlier line\n# envguard lockfile: ") and "Snapshot of" not in text
+    assert text.splitlines()[2].startswith("schema = ")
     assert "Snapshot of" in done.stderr
     refused = cli("snapshot", "--venv", str(venv), "-o", "/dev/stdout", "--save-cache")
     assert refused.returncode == 2 and "--save-cache puts the archive beside" in refused.stderr

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import tomli_w
 
+from envguard import lockfile
 from envguard.demo.wheels import build_wheel
 from tests.conftest import git, uv_bin
 from tests.project import Project, invoke
@@ -95,7 +96,8 @@ class Attack:
         """The lock, changed as a text editor (or a pull request) changes it."""
         doc = tomllib.loads(self.project.lock.read_text(encoding="utf-8"))
         change(doc)
-        self.project.lock.write_text(tomli_w.dumps(doc), encoding="utf-8")
+        # sealed, as envguard seals a lock: the field's own check is what refuses it
+        self.project.lock.write_bytes(lockfile.seal(tomli_w.dumps(doc).encode()))
 
     def restore(self, *args: str) -> tuple[int, str, str]:
         return invoke(

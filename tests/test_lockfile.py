@@ -187,14 +187,53 @@ def test_truncated_real_lockfile_names_the_problem(tmp_path: Path) -> None:
         lockfile.read(path)
 
 
-@pytest.mark.xfail(strict=True, reason="known: a lock has no end mark (closing note)")
-def test_a_lockfile_cut_between_two_lines_is_refused(tmp_path: Path) -> None:
+def test_a_lockfile_cut_at_any_line_boundary_is_refused(tmp_path: Path) -> None:
+    env = make_venv(tmp_path / "venv")
+    (env / "lib").mkdir(exist_ok=True)
+    data = lockfile.dumps(snapshot.take(env, default_caches=False))
+    lines = data.splitlines(keepends=True)
+    assert len(lines) > 20
+    for n in range(1, len(lines)):  # every cut that leaves something, the seal line itself too
+        cut = b"".join(lines[:n])
+        with pytest.raises(LockfileError) as caught:
+            lockfile.loads(cut, source="lock", remember=False)
+        said = str(caught.value)
+        assert len(said.splitlines()) == 1 and said.startswith("lock: "), (n, said)
+        assert "cut short" in said, (n, said)
+    # the whole lock reads, and names what a cut lacks against what its first line counts
+    lock = lockfile.loads(data, remember=False)
+    at = data.index(b"\n[environ]") + 1
+    with pytest.raises(LockfileError, match=r"cut short .*: it lacks its environ"):
+        lockfile.loads(data[:at], source="lock", remember=False)
+    assert lock.venv.path == str(env.resolve())
+
+
+def test_a_sealed_lock_reads_through_line_ends_git_may_turn(tmp_path: Path) -> None:
     env = make_venv(tmp_path / "venv")
     data = lockfile.dumps(snapshot.take(env, default_caches=False))
-    path = tmp_path / "t.envguard.toml"
-    path.write_bytes(data[: data.index(b"\n[environ]") + 1])  # its variables lost, unsaid
-    with pytest.raises(LockfileError):
-        lockfile.read(path)
+    assert lockfile.loads(data.replace(b"\n", b"\r\n"), remember=False) == lockfile.loads(
+        data, remember=False
+    )
+    assert lockfile.loads(data.rstrip(b"\n"), remember=False).name  # no final newline
+    # a comment of the user's, anywhere, is no change of what the lock holds
+    noted = data.replace(b"\n[venv]\n", b"\n# the venv we train in\n[venv]\n") + b"# note\n"
+    assert lockfile.loads(noted, remember=False) == lockfile.loads(data, remember=False)
+
+
+def test_a_sealed_lock_changed_since_is_refused_and_older_locks_still_read(
+    tmp_path: Path,
+) -> None:
+    env = make_venv(tmp_path / "venv")
+    data = lockfile.dumps(snapshot.take(env, default_caches=False))
+    edited = data.replace(b'name = "', b'name = "x', 1)
+    with pytest.raises(LockfileError, match=r"lock: changed since envguard wrote it"):
+        lockfile.loads(edited, source="lock", remember=False)
+    # its first and last lines gone, it reads as a lock of before the seal: as edited
+    unsealed = b"".join(edited.splitlines(keepends=True)[1:-1])
+    assert lockfile.loads(unsealed, remember=False).name.startswith("x")
+    # sealing it again makes it whole; a TOML reader ignores the seal either way
+    assert lockfile.loads(lockfile.seal(edited), remember=False).name.startswith("x")
+    assert tomllib.loads(data.decode())["schema"] == tomllib.loads(unsealed.decode())["schema"]
 
 
 def test_field_path_in_errors(tmp_path: Path) -> None:
@@ -351,11 +390,11 @@ def test_a_large_lockfile_is_parsed_once_and_remembered_by_its_content(
     data = lockfile.dumps(replace(snap, packages=many))
     assert len(data) >= lockfile._REMEMBER_FROM
     first = lockfile.loads(data)
+    changed = lockfile.seal(data.replace(b'name = "pkg-0001"', b'name = "pkg-0001x"'))
     parses: list[int] = []
     real = tomllib.loads
     monkeypatch.setattr(tomllib, "loads", lambda text: parses.append(1) or real(text))
     assert lockfile.loads(data) == first and parses == []  # remembered
-    changed = data.replace(b'name = "pkg-0001"', b'name = "pkg-0001x"')
     assert lockfile.loads(changed).packages[1].name == "pkg-0001x" and parses == [1]
     remembered = Path(os.environ["ENVGUARD_CACHE_DIR"]) / "parsed"
     for damaged in remembered.glob("*.json"):

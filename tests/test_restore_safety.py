@@ -582,7 +582,7 @@ def test_a_version_cannot_inject_an_option_into_uv(project: Project) -> None:
     text = project.lock.read_text().replace(
         'version = "5.6.0"', 'version = "5.6.0\\n--find-links /evil"'
     )
-    project.lock.write_text(text)
+    project.lock.write_bytes(lockfile.seal(text.encode()))  # a teammate's commit, sealed
     code, out, err = invoke("restore", str(project.lock), "--dry-run")
     assert code == 2 and out == "" and ".version:" in err and "PEP 440" in err
 
@@ -602,7 +602,7 @@ def test_lock_fields_that_reach_uv_are_validated(project: Project, mutation, mes
     if "home" in new:
         text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("home =")) + "\n"
     assert old in text
-    project.lock.write_text(text.replace(old, new, 1))
+    project.lock.write_bytes(lockfile.seal(text.replace(old, new, 1).encode()))
     code, _, err = invoke("restore", str(project.lock), "--dry-run")
     assert code == 2 and message in err, err
 

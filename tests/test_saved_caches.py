@@ -162,7 +162,8 @@ def test_a_lock_s_archive_record_is_checked_where_it_is_read(
     text = project.lock.read_text()
     start = text.index("[saved_caches]")
     end = text.index("\n[", start + 1)
-    project.lock.write_text(text[:start] + "[saved_caches]\n" + table + text[end:])
+    edited = text[:start] + "[saved_caches]\n" + table + text[end:]
+    project.lock.write_bytes(lockfile.seal(edited.encode()))
     code, _, err = invoke("restore", "--cache", "--dry-run", env=project.activated())
     assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
 
@@ -170,8 +171,10 @@ def test_a_lock_s_archive_record_is_checked_where_it_is_read(
 def test_an_older_schema_cannot_carry_the_record(project: Project) -> None:
     _saved(project)
     text = project.lock.read_text()
-    assert text.startswith("schema = 4\n")
-    project.lock.write_text("schema = 3\n" + text.removeprefix("schema = 4\n"))
+    assert "\nschema = 4\n" in text
+    project.lock.write_bytes(
+        lockfile.seal(text.replace("\nschema = 4\n", "\nschema = 3\n").encode())
+    )
     code, _, err = invoke("diff", env=project.activated())
     assert code == 2 and "a [saved_caches] table in a schema 3 lock" in err, err
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from envguard import lockfile
 from envguard.demo import incident
 from tests.project import Project, invoke
 
@@ -49,5 +50,5 @@ def test_a_lock_that_guessed_pypi_is_not_another_source(project: Project) -> Non
     end = lines.index("", at)
     torch = [ln for ln in lines[at:end] if not ln.startswith("index_url")]
     lines[at:end] = [*torch, 'index_url = "https://pypi.org/simple"']
-    project.lock.write_text("\n".join(lines) + "\n")
+    project.lock.write_bytes(lockfile.seal(("\n".join(lines) + "\n").encode()))
     assert project.verdict().found("info") == set()
