@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from envguard.exits import INTERRUPTED
+
 if TYPE_CHECKING:
     from envguard.config import Config
     from envguard.output.human import Human
@@ -112,7 +114,7 @@ def errors(passthrough: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
     except exits:
         raise
     except KeyboardInterrupt:
-        fail("interrupted", code=130)
+        fail("interrupted", code=INTERRUPTED)
     except Exception as exc:
         if debug:
             import traceback

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from envguard import __version__, _fs
+from envguard import __version__, _fs, exits
 from envguard._entry import UI as _UI
 from envguard._entry import config as _config
 from envguard._entry import emit as _emit
@@ -215,12 +215,16 @@ def cli(ctx: click.Context) -> None:
       envguard diff        what changed since, and why it matters
 
     \b
-    Exit codes: 0 clean, 1 drift (or not restored), 2 error.
+    {exits}
     Shell completion (bash; zsh_source, fish_source for the others):
       eval "$(_ENVGUARD_COMPLETE=bash_source envguard)"
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
+
+
+# the one table's lines, at the docstring's indent
+cli.help = (cli.help or "").replace("{exits}", exits.summary().replace("\n", "\n    "))
 
 
 @cli.command(short_help="The incident and its cure, offline, in seconds.")

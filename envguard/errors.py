@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from envguard import exits
+
 
 class EnvguardError(Exception):
     """Root of every error envguard raises on purpose."""
 
-    exit_code = 2
+    exit_code = exits.ERROR
 
 
 class ArgumentError(EnvguardError):
@@ -122,4 +124,4 @@ class NotRestored(EnvguardError):
     """A restore stopped on purpose (venv in use, uv failed, verify mismatch): the old venv is
     untouched. The input was fine; the outcome is "not restored"."""
 
-    exit_code = 1
+    exit_code = exits.DRIFT

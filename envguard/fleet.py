@@ -37,6 +37,7 @@ class NodeChange(Record):
     new: str
     why: str
     members: tuple[drift.Member, ...]
+    unit: str = ""  # as a change of diff has it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +150,7 @@ def _load(path: Path) -> Loaded | str:
 def _node_change(c: drift.Change) -> NodeChange:
     return NodeChange(
         severity=c.severity, area=c.area, subject=c.subject, old=c.old, new=c.new, why=c.why,
-        members=c.members,
+        members=c.members, unit=c.unit,
     )  # fmt: skip
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import pkgutil
 import types
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +128,45 @@ def test_long_subjects_and_absent_or_unset_keep_the_values_in_one_column(width: 
     long = next(i for i, line in enumerate(lines) if "a-package-with-a-very-long-name" in line)
     assert lines[long].rstrip().endswith("a-package-with-a-very-long-name")  # values below
     assert all(len(line) <= width for line in lines)
+
+
+def test_host_memory_reads_in_units_on_screen_and_whole_in_json(tmp_path: Path) -> None:
+    """#48 item 5: the host rule showed 137438953472 → 68719476736 on the screen."""
+    from envguard import lockfile
+    from tests.factories import base
+    from tests.project import invoke
+
+    old, new = base(), base()
+    new = dataclasses.replace(new, host=dataclasses.replace(new.host, memory_bytes=64 << 30))
+    a, b = tmp_path / "a.envguard.toml", tmp_path / "b.envguard.toml"
+    lockfile.write(a, old)
+    lockfile.write(b, new)
+    code, out, _ = invoke("diff", str(a), str(b), "--fail-on", "any", env={"COLUMNS": "80"})
+    assert code == 1
+    row = next(line for line in out.splitlines() if line.startswith("info"))
+    assert "137.4 GB → 68.7 GB" in row and "bytes" not in row, out
+    code, out, _ = invoke("diff", str(a), str(b), "--json")
+    (change,) = [c for c in json.loads(out)["result"]["changes"] if c["area"] == "host"]
+    assert change["subject"] == "memory" and change["unit"] == "bytes"
+    assert (change["old"], change["new"]) == (str(128 << 30), str(64 << 30))
+
+
+def test_the_exit_codes_page_and_help_say_the_one_table() -> None:
+    """#48 item 5: the group's help said 0/1/2 while restore exits 3 and an interrupt 130."""
+    from click.testing import CliRunner
+
+    from envguard import exits
+    from envguard.cli import cli
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "exit-codes.md").read_text()
+    assert exits.table() in page
+    rows = [line for line in page.splitlines() if line.startswith("| ") and line[2:3].isdigit()]
+    assert rows == exits.table().splitlines()[2:]  # no code the table lacks
+    shown = " ".join(CliRunner().invoke(cli, ["--help"], env={"COLUMNS": "80"}).output.split())
+    assert exits.summary().replace("\n  ", " ") in shown
+    for code in exits.CODES:  # every code the commands exit with is the table's
+        assert f" {code.code} " in exits.summary()
+    from envguard.errors import EnvguardError, NotRestored
+    from envguard.restore.steps import PARTLY
+
+    assert {EnvguardError.exit_code, NotRestored.exit_code, PARTLY} <= {c.code for c in exits.CODES}

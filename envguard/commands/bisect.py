@@ -308,16 +308,13 @@ def _unlike_note(done: BisectDone, sides: trials.Sides, reaching: list[str]) -> 
 def _machine(good: Snapshot, bad: Snapshot) -> list[str]:
     """The host's and GPUs' facts that differ from the lock's, as diff reads them: a
     trial runs on this machine, whatever the lock recorded."""
-    from envguard._units import human_bytes
+    from envguard._units import shown
     from envguard.drift.areas import named
 
     out = []
     for area in ("gpu", "host"):
         for c in named(area).rule()(good, bad, ALONE):
-            if c.subject == "memory bytes" and c.old.isdigit() and c.new.isdigit():
-                c = dataclasses.replace(c, subject="memory", old=human_bytes(int(c.old)),
-                                        new=human_bytes(int(c.new)))  # fmt: skip
-            out.append(f"{c.subject} {c.old or '-'} → {c.new or '-'}")
+            out.append(f"{c.subject} {shown(c.old, c.unit) or '-'} → {shown(c.new, c.unit) or '-'}")
     return out
 
 

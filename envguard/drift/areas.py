@@ -50,12 +50,12 @@ class Area:
 
     def change(
         self, *, subject: str, why: str, old: str = "", new: str = "", severity: str = "",
-        members: tuple[Member, ...] = (), patch: str = "",
+        members: tuple[Member, ...] = (), patch: str = "", unit: str = "",
     ) -> Change:  # fmt: skip
         """A change of this area, of its default severity unless ``severity`` says another."""
         return Change(
             severity=severity or self.severity, area=self.name, subject=subject, old=old,
-            new=new, why=why, members=members, patch=patch,
+            new=new, why=why, members=members, patch=patch, unit=unit,
         )  # fmt: skip
 
 

@@ -15,9 +15,11 @@ def changes(old: Snapshot, new: Snapshot, context: Context = ALONE) -> Iterator[
     a, b = old.host.to_dict(), new.host.to_dict()
     for key in sorted(set(a) | set(b)):
         if a.get(key) != b.get(key):
+            sized = key.endswith("_bytes")  # a count of bytes: in units on screen, whole in JSON
             yield AREA.change(
-                subject=key.replace("_", " "),
+                subject=key.removesuffix("_bytes") if sized else key.replace("_", " "),
                 old=str(a.get(key, "")),
                 new=str(b.get(key, "")),
                 why="host facts; compare when the same job runs differently on nodes",
+                unit="bytes" if sized else "",
             )

@@ -44,6 +44,7 @@ class Change(Record):
     patch: str = ""  # the code file's change, for --show-patch
     cause: str = ""  # who or what changed it, in short: a journal record, or the install
     cause_detail: str = ""  # the same in full (the journal's whole command, user, time)
+    unit: str = ""  # "bytes": old and new are byte counts, shown in units on screen
 
     def counts_at(self, fail_on: str) -> bool:
         """Whether this change is drift at the ``fail_on`` threshold."""

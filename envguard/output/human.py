@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envguard._units import human_bytes
+from envguard._units import human_bytes, shown
 from envguard.output.layout import (
     INDENT,
     Painter,
@@ -166,7 +166,7 @@ class Human:
 
     def change(self, c: Change, subject_width: int) -> Iterator[str]:
         yield from headline(
-            c.severity, c.subject, c.old, c.new, self.p,
+            c.severity, c.subject, shown(c.old, c.unit), shown(c.new, c.unit), self.p,
             label_style=_STYLE[c.severity], subject_width=subject_width,
         )  # fmt: skip
         yield from wrap(c.why, self.p.width)
@@ -863,7 +863,7 @@ def change_line(c: Change | NodeChange) -> str:
     """A change in one line, where there are many (a fleet's nodes, guard's ranks): its
     values, or its reason where it has none (an install group, a cache built for another
     stack)."""
-    values = " → ".join(v for v in (c.old, c.new) if v) or c.why
+    values = " → ".join(shown(v, c.unit) for v in (c.old, c.new) if v) or c.why
     return f"{c.severity} {c.subject}: {values}"
 
 

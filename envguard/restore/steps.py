@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envguard import uv
+from envguard import exits, uv
 from envguard.errors import EnvguardError, NotRestored, RestoreError
 from envguard.model import Snapshot
 from envguard.record import Record
@@ -31,7 +31,7 @@ from envguard.restore.plan import Overrides, Plan, plan, target_path
 if TYPE_CHECKING:
     from envguard.journal import Entry as JournalEntry
 
-PARTLY = 3  # some of the asked parts were restored, some not
+PARTLY = exits.PARTLY  # some of the asked parts were restored, some not
 
 
 @dataclass(frozen=True, kw_only=True)
