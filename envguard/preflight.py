@@ -26,6 +26,7 @@ from envguard.errors import ArgumentError, CommandError, InstallerError
 from envguard.model import CudaLibrary, CudaStack, Distribution, PackageBuild, Snapshot
 from envguard.probes import cuda as cuda_probe
 from envguard.probes.torch import variant_of
+from envguard.restore.plan import Overrides
 from envguard.versions import local, same
 
 PLANNED = "planned"
@@ -205,8 +206,11 @@ def venv_root(path: Path) -> Path | None:
     return None
 
 
-def dry_run(cmd: Command, venv: Path) -> list[Planned]:
+def dry_run(cmd: Command, venv: Path, sources: Overrides | None = None) -> list[Planned]:
+    """The installer's own dry run of ``cmd`` in ``venv``, told envguard's own index flags
+    (``sources``: preflight's ``--offline``, ``--find-links``…) besides the command's."""
     python = str(venv / "bin" / "python")
+    given = flags_for(cmd, sources) if sources is not None else []
     if cmd.installer == "uv":
         # the user's uv when it resolves, else the one envguard ships with
         uv = shutil.which(cmd.argv[0]) or uv_backend.find_uv()
@@ -218,6 +222,7 @@ def dry_run(cmd: Command, venv: Path) -> list[Planned]:
             "--python",
             python,
             *cmd.args,
+            *given,
         ]
         done = _checked(argv)
         asked = {r.name for a in cmd.args if not a.startswith("-") and (r := requirements.parse(a))}
@@ -229,10 +234,33 @@ def dry_run(cmd: Command, venv: Path) -> list[Planned]:
     # forecast would be of an install that never lands here
     if not has_pip(venv):
         raise no_pip(venv, ["install", *cmd.args], "envguard preflight")
-    done = _checked(
-        [python, "-m", "pip", "install", "--dry-run", "--report", "-", "--quiet", *cmd.args]
-    )
+    pip = [python, "-m", "pip", "install", "--dry-run", "--report", "-", "--quiet"]
+    done = _checked([*pip, *cmd.args, *given])
     return _parse_pip(done.stdout)
+
+
+def flags_for(cmd: Command, sources: Overrides) -> list[str]:
+    """envguard's index flags as ``cmd``'s installer takes them, less what the command says
+    itself (uv refuses a flag twice, and an index the command names is its own). pip has no
+    offline mode: offline, it asks no index."""
+    from envguard import install_sources
+
+    own = install_sources.of(cmd.args, Path.cwd())
+    out: list[str] = []
+    if sources.index_url and own.index_url is None:
+        out += ["--index-url", sources.index_url]
+    for url in sources.extra_index_urls:
+        if url not in own.extra_index_urls:
+            out += ["--extra-index-url", url]
+    for links in sources.find_links:
+        if links not in own.find_links:
+            out += ["--find-links", links]
+    if sources.offline and cmd.installer == "uv" and not own.offline:
+        out.append("--offline")
+    no_index = sources.no_index or (sources.offline and cmd.installer == "pip")
+    if no_index and not own.no_index:
+        out.append("--no-index")
+    return out
 
 
 def installer_env() -> dict[str, str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envguard import _run, catalog, preflight
+from envguard import _run, catalog, install_sources, preflight
 from envguard import uv as uv_backend
 from envguard.bisect import metric, search, trials
 from envguard.bisect.moves import Move, shell
@@ -62,6 +62,7 @@ class Price(Record):
     why: str = ""  # a side that broke: what it said
     seconds: float = 0.0
     notes: tuple[str, ...] = ()  # what may make the price untrue (a command not read into)
+    sources: Overrides = field(default_factory=Overrides)  # where both copies' wheels came from
 
     @property
     def change(self) -> float | None:
@@ -73,7 +74,8 @@ class Price(Record):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "moved": [m.to_dict() for m in self.moved],
-                "why": self.why, "change": self.change, "notes": list(self.notes)}  # fmt: skip
+                "why": self.why, "change": self.change, "notes": list(self.notes),
+                "sources": _sources_dict(self.sources)}  # fmt: skip
 
     def cost(self) -> float:
         """How much worse the after side measured, as a share of the before side (0 where
@@ -116,15 +118,18 @@ def price(
 ) -> Price:
     """The install's price on ``bench``, measured beside ``live``'s venv, never in it."""
     move = Move(kind=INSTALL, subject=shell(install.argv), old="", new="")
+    # both copies look where the install looks: envguard's flags, then the command's own
+    sources = options.overrides.over(install_sources.of(install.args, Path.cwd()))
     sides = trials.Sides(lock_path=lock_path.absolute(), good=live, bad=live,
                          environ=dict(os.environ), cwd=cwd)  # fmt: skip
     pattern = metric.compile_metric(bench.metric) if bench.metric else None
     settings = trials.Settings(command=bench.command, metric=pattern, runs=options.runs,
-                               timeout=options.timeout, overrides=options.overrides,
+                               timeout=options.timeout, overrides=sources,
                                python=options.python)  # fmt: skip
     started = time.monotonic()
     with trials.Workspace() as work:
-        runner = _Installing(sides, (move,), settings, work, install=install, on_event=on_event)
+        runner = _Installing(sides, (move,), settings, work, install=install,
+                             flags=options.overrides, on_event=on_event)  # fmt: skip
         outcome = search.bisect(
             (move,), runner, direction=bench.direction or (None if pattern else "lower"),
             max_trials=2, references=runner.references, until=runner.until,
@@ -132,8 +137,11 @@ def price(
     before = outcome.trial(frozenset())
     after = outcome.trial(frozenset({move}))
     assert before is not None and after is not None  # the references are measured first
-    if before.measured.value is None:
-        raise BenchmarkError(_unmeasured("the venv as it is", before.measured))
+    # a side that could not be built ends the runs of both: the other then says nothing
+    if before.measured.value is None and (
+        before.measured.failure or not after.measured.unbuildable
+    ):
+        raise BenchmarkError(_unmeasured("the venv as it is", before.measured, sources))
     if after.measured.unbuildable:
         raise BenchmarkError(f"the install cannot be priced: {after.measured.failure}")
     return Price(
@@ -142,7 +150,7 @@ def price(
         direction=bench.direction, unit=bench.unit,
         before=before.measured.values, after=after.measured.values,
         moved=runner.moved, why=after.measured.failure, seconds=time.monotonic() - started,
-        notes=(*runner.notes, *_reaching(runner)),
+        notes=(*runner.notes, *_reaching(runner)), sources=sources,
     )  # fmt: skip
 
 
@@ -153,9 +161,35 @@ def _reaching(runner: trials.Trials) -> tuple[str, ...]:
     return (f"both copies may measure the live venv, not their own: {'; '.join(reaching)}",)
 
 
-def _unmeasured(side: str, measured: search.Measured) -> str:
-    what = "cannot be rebuilt" if measured.unbuildable else "fails its benchmark"
-    return f"the install cannot be priced: {side} {what} ({measured.failure})"
+def _unmeasured(side: str, measured: search.Measured, sources: Overrides) -> str:
+    if not measured.unbuildable:
+        return f"the install cannot be priced: {side} fails its benchmark ({measured.failure})"
+    return (
+        f"the install cannot be priced: {side} cannot be rebuilt ({measured.failure}); "
+        f"{_where_hint(sources)}"
+    )
+
+
+def _where_hint(sources: Overrides) -> str:
+    """The option that would let envguard find a pin it could not: the venv's own pins are
+    rebuilt from where its wheels are, which the install command need not name."""
+    if sources.offline or sources.no_index:
+        asked = "offline" if sources.offline else "with --no-index"
+        return (f"{asked}, every pin of the venv must be in a wheelhouse: give the folder "
+                "that holds it with --find-links DIR")  # fmt: skip
+    return ("say where the venv's wheels are with --find-links DIR or --index-url URL "
+            "(before --: the install's own index options are used too)")  # fmt: skip
+
+
+def _sources_dict(sources: Overrides) -> dict[str, Any]:
+    from envguard.redact import redact
+
+    return {
+        "index_url": redact(sources.index_url) if sources.index_url else None,
+        "extra_index_urls": [redact(u) for u in sources.extra_index_urls],
+        "find_links": [redact(u) for u in sources.find_links],
+        "offline": sources.offline, "no_index": sources.no_index,
+    }  # fmt: skip
 
 
 def _verdict(outcome: search.Outcome[Move], directed: bool) -> str:
@@ -182,32 +216,36 @@ class _Installing(trials.Trials):
         work: trials.Workspace,
         *,
         install: preflight.Command,
+        flags: Overrides,
         on_event: Callable[[trials.Event], None] | None,
     ) -> None:
         super().__init__(sides, moves, settings, work, on_event=on_event)
         self.install = install
+        self.flags = flags  # envguard's own index flags: the install in the copy gets them too
         self.moved: tuple[Moved, ...] = ()
 
     def _venv(self, applied: frozenset[Move], where: Path, tree: Path | None) -> Path:
         install = [m for m in applied if m.kind == INSTALL]
         venv = super()._venv(applied - frozenset(install), where, tree)
         if install:
-            _install(self.install, venv)
+            _install(self.install, venv, self.flags)
             self.moved = _moved(self.sides.good, venv)
         return venv
 
 
-def _install(cmd: preflight.Command, venv: Path) -> None:
-    """The user's install, into ``venv``: their installer and arguments, their settings but
-    for those that send an install elsewhere."""
+def _install(cmd: preflight.Command, venv: Path, flags: Overrides) -> None:
+    """The user's install, into ``venv``: their installer and arguments (with envguard's own
+    index flags, as the dry run has them), their settings but for those that send an install
+    elsewhere."""
     python = str(venv / "bin" / "python")
+    given = preflight.flags_for(cmd, flags)
     if cmd.installer == "uv":
         uv = shutil.which(cmd.argv[0]) or uv_backend.find_uv()
-        argv = [uv, "pip", "install", "--python", python, *cmd.args]
+        argv = [uv, "pip", "install", "--python", python, *cmd.args, *given]
     else:
         if not preflight.has_pip(venv):
             raise trials.Unbuildable("the rebuilt venv has no pip for a pip install")
-        argv = [python, "-m", "pip", "install", *cmd.args]
+        argv = [python, "-m", "pip", "install", *cmd.args, *given]
     env = _run.activated(preflight.installer_env(), venv)
     try:
         done = _run.run(argv, check=False, timeout=3600, env=env)

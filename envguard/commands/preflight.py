@@ -30,7 +30,8 @@ def check(
     cmd = preflight.parse(command)
     target = targets.venv(preflight.venv_of(cmd, venv), cfg)
     before = snapshot.take(target, default_caches=False, with_code=False)
-    forecast = preflight.forecast(before, preflight.dry_run(cmd, target))
+    sources = bench.options.overrides if bench is not None else None
+    forecast = preflight.forecast(before, preflight.dry_run(cmd, target, sources))
     report = apply(forecast.report, cfg)
     done = PreflightDone(
         forecast=preflight.Forecast(report=report, reasons=forecast.reasons),

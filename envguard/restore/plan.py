@@ -77,6 +77,23 @@ class Overrides(Record):
     def given(self) -> bool:
         return self.replaces() or bool(self.find_links) or self.offline
 
+    def over(self, lower: Overrides) -> Overrides:
+        """These sources over ``lower``'s: the one precedence rule of every rebuild, called as
+        ``flags.over(install_command).over(...)``. The first index named wins; the extra
+        indexes and wheelhouses of both are asked (the higher's first); offline or no index
+        from either holds."""
+        return Overrides(
+            index_url=self.index_url or lower.index_url,
+            extra_index_urls=_both(self.extra_index_urls, lower.extra_index_urls),
+            find_links=_both(self.find_links, lower.find_links),
+            offline=self.offline or lower.offline,
+            no_index=self.no_index or lower.no_index,
+        )
+
+
+def _both(first: tuple[str, ...], then: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*first, *then)))
+
 
 @dataclass(frozen=True, kw_only=True)
 class Plan(Record):
