@@ -13,7 +13,7 @@ from __future__ import annotations
 import ensurepip
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,34 +46,29 @@ def _house(base: Path, *, pip: bool) -> Path:
     return house
 
 
-def _project(base: Path, venv: Path, house: Path) -> Project:
+def _project(base: Path, make: Callable[[Path], Path], *, pip: bool) -> Project:
+    """The repository, its venv made by ``make`` with speedlib 1.0, the lock committed."""
+    house = _house(base, pip=pip)
+    root = committed(base / "train", {"bench.py": BENCH})
+    venv = make(root / ".venv")
+    uv_install(venv, house, "speedlib==1.0")
     env: dict[str, str | None] = {
         "VIRTUAL_ENV": str(venv), "TORCHINDUCTOR_CACHE_DIR": str(base / "inductor"),
         "TRITON_CACHE_DIR": str(base / "triton"), "ENVGUARD_CACHE_DIR": str(base / "eg"),
         "BENCH_NOISE": None, "BENCH_COUNT": str(base / "count"), "COLUMNS": "80",
     }  # fmt: skip
-    locked_with_bench(venv.parent, env)
-    return Project(root=venv.parent, house=house, env=env)
+    locked_with_bench(root, env)
+    return Project(root=root, house=house, env=env)
 
 
 @pytest.fixture(scope="module")
-def uv_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
-    base = tmp_path_factory.mktemp("price-sources-uv")
-    house = _house(base, pip=False)
-    root = committed(base / "train", {"bench.py": BENCH})
-    venv = make_venv(root / ".venv")
-    uv_install(venv, house, "speedlib==1.0")
-    yield _project(base, venv, house)
+def uv_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    return _project(tmp_path_factory.mktemp("price-sources-uv"), make_venv, pip=False)
 
 
 @pytest.fixture(scope="module")
 def pip_project(tmp_path_factory: pytest.TempPathFactory, pip_venv_at: PipVenv) -> Project:
-    base = tmp_path_factory.mktemp("price-sources-pip")
-    house = _house(base, pip=True)
-    root = committed(base / "train", {"bench.py": BENCH})
-    venv = pip_venv_at(root / ".venv")
-    uv_install(venv, house, "speedlib==1.0")
-    return _project(base, venv, house)
+    return _project(tmp_path_factory.mktemp("price-sources-pip"), pip_venv_at, pip=True)
 
 
 def _priced(p: Project, tmp_path: Path, *argv: str) -> tuple[int, dict, str]:  # type: ignore[type-arg]
