@@ -22,7 +22,9 @@ def _offline(house: Path) -> list[str]:
 
 
 def _lock_text(project: Project) -> str:
-    return re.sub(r'(?m)^taken_at = ".*"$', "", project.lock.read_text())
+    """The lock but for its time, and its seal, which hashes the time too."""
+    text = re.sub(r'(?m)^taken_at = ".*"$', "", project.lock.read_text())
+    return re.sub(r"(?m)^# envguard seal: sha256=[0-9a-f]{64}$", "", text)
 
 
 def _add(project: Project, house: Path, name: str, *reqs: str) -> tuple[int, str, str]:
